@@ -1,1 +1,14 @@
-//! Syscall layer.
+//! The syscall layer of amped: the only crate that talks to the kernel directly.
+//!
+//! Everything here is a thin, typed wrapper over one mechanism the architectures need:
+//! [`epoll`] readiness polling, [`listen`]ing sockets (with `SO_REUSEPORT`), [`transmit`]
+//! (writev, sendfile, `MSG_MORE`), the page-cache [`residency`] test that lets the AMPED main
+//! loop avoid ever blocking on the disk, and process [`limits`] (descriptors, CPU pinning).
+//! `unsafe` appears only where a syscall has no safe binding, each with a `// SAFETY:` line.
+#![deny(missing_docs)]
+
+pub mod epoll;
+pub mod limits;
+pub mod listen;
+pub mod residency;
+pub mod transmit;

@@ -1,0 +1,37 @@
+//! Listening sockets: bind with `SO_REUSEADDR`, optionally `SO_REUSEPORT` (N independent
+//! event loops or processes on one port, New Flash's "4p" set-up), a deep backlog.
+
+use socket2::{Domain, Protocol, Socket, Type};
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+
+/// How to open a listener.
+#[derive(Clone, Copy, Debug)]
+pub struct ListenOptions {
+    /// Set `SO_REUSEPORT` so several sockets can bind the same address.
+    pub reuse_port: bool,
+    /// Put the socket in non-blocking mode (event loops) or leave it blocking (threads).
+    pub nonblocking: bool,
+    /// The accept backlog.
+    pub backlog: i32,
+}
+
+/// Opens a TCP listener on `addr`.
+pub fn bind(addr: SocketAddr, opts: ListenOptions) -> io::Result<TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM.cloexec(), Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    if opts.reuse_port {
+        socket.set_reuse_port(true)?;
+    }
+    socket.bind(&addr.into())?;
+    socket.listen(opts.backlog)?;
+    socket.set_nonblocking(opts.nonblocking)?;
+    Ok(socket.into())
+}
+
+/// Prepares an accepted connection: TCP_NODELAY (responses go out whole, no Nagle delay on
+/// the last partial segment of a pipelined batch) and the blocking mode the caller wants.
+pub fn prepare_stream(stream: &std::net::TcpStream, nonblocking: bool) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    stream.set_nonblocking(nonblocking)
+}
