@@ -1,0 +1,193 @@
+//! Header-field semantics for a request head: which fields amped reads and how each is validated.
+//!
+//! `parse.rs` owns framing and size limits; this module owns meaning. It folds the header lines
+//! httparse produced into one `HeaderFields`, rejecting the combinations RFC 9112 calls faulty
+//! framing (duplicate or non-numeric Content-Length, Content-Length with Transfer-Encoding,
+//! missing or repeated Host), because a proxy in front of us could read such a message
+//! differently and smuggle a second request past it.
+
+use crate::error::HttpError;
+use crate::request::{Method, RequestHead, Version};
+
+/// The parsed request line, as handed over from `parse.rs`.
+pub(crate) struct RequestLine {
+    /// Method token as sent.
+    pub method_raw: String,
+    /// Raw request-target.
+    pub target: String,
+    /// Protocol version.
+    pub version: Version,
+}
+
+/// Accumulates the header fields amped cares about, one field line at a time.
+#[derive(Default)]
+pub(crate) struct HeaderFields {
+    host: Option<String>,
+    content_length: Option<u64>,
+    chunked: bool,
+    connection_close: bool,
+    connection_keep_alive: bool,
+    if_none_match: Option<String>,
+    if_modified_since: Option<String>,
+    range: Option<String>,
+    if_range: Option<String>,
+    user_agent: Option<String>,
+    referer: Option<String>,
+}
+
+impl HeaderFields {
+    /// Folds one field line in. Names are compared case-insensitively (RFC 9110 §5.1).
+    pub(crate) fn absorb(&mut self, name: &str, value: &[u8]) -> Result<(), HttpError> {
+        let value = trim_ows(value);
+        let is = |n: &str| name.eq_ignore_ascii_case(n);
+        if is("host") {
+            if self.host.is_some() {
+                return Err(HttpError::BadRequest("multiple Host headers"));
+            }
+            if !value.iter().all(|&b| is_host_byte(b)) {
+                return Err(HttpError::BadRequest("invalid Host header"));
+            }
+            self.host = Some(text(value));
+        } else if is("content-length") {
+            if self.content_length.is_some() {
+                // Even equal duplicates are rejected: simpler, and no legitimate client sends them.
+                return Err(HttpError::BadRequest("duplicate Content-Length"));
+            }
+            self.content_length = Some(parse_content_length(value)?);
+        } else if is("transfer-encoding") {
+            self.chunked = true;
+        } else if is("connection") {
+            for token in value.split(|&b| b == b',').map(trim_ows) {
+                self.connection_close |= token.eq_ignore_ascii_case(b"close");
+                self.connection_keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+            }
+        } else if is("if-none-match") {
+            // A list-valued field: several lines mean the same as one comma-joined line.
+            match &mut self.if_none_match {
+                Some(joined) => {
+                    joined.push_str(", ");
+                    joined.push_str(&text(value));
+                }
+                None => self.if_none_match = Some(text(value)),
+            }
+        } else if is("if-modified-since") {
+            first(&mut self.if_modified_since, value);
+        } else if is("range") {
+            first(&mut self.range, value);
+        } else if is("if-range") {
+            first(&mut self.if_range, value);
+        } else if is("user-agent") {
+            first(&mut self.user_agent, value);
+        } else if is("referer") {
+            first(&mut self.referer, value);
+        }
+        Ok(())
+    }
+
+    /// Applies the whole-message rules and builds the owned head.
+    pub(crate) fn into_head(
+        self,
+        line: RequestLine,
+        head_len: usize,
+    ) -> Result<RequestHead, HttpError> {
+        if self.chunked && self.content_length.is_some() {
+            return Err(HttpError::BadRequest("both Transfer-Encoding and Content-Length"));
+        }
+        if line.version == Version::Http11 && self.host.is_none() {
+            return Err(HttpError::BadRequest("missing Host header"));
+        }
+        let keep_alive = match line.version {
+            Version::Http11 => !self.connection_close,
+            Version::Http10 => self.connection_keep_alive && !self.connection_close,
+        };
+        Ok(RequestHead {
+            method: Method::from_token(&line.method_raw),
+            method_raw: line.method_raw,
+            target: line.target,
+            version: line.version,
+            head_len,
+            host: self.host,
+            keep_alive,
+            content_length: self.content_length,
+            chunked: self.chunked,
+            if_none_match: self.if_none_match,
+            if_modified_since: self.if_modified_since,
+            range: self.range,
+            if_range: self.if_range,
+            user_agent: self.user_agent,
+            referer: self.referer,
+        })
+    }
+}
+
+/// Content-Length = 1*DIGIT (RFC 9110 §8.6); no sign, no list, no whitespace inside.
+fn parse_content_length(value: &[u8]) -> Result<u64, HttpError> {
+    if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
+        return Err(HttpError::BadRequest("invalid Content-Length"));
+    }
+    value.iter().try_fold(0u64, |acc, &d| {
+        acc.checked_mul(10)
+            .and_then(|acc| acc.checked_add(u64::from(d - b'0')))
+            .ok_or(HttpError::BadRequest("Content-Length too large"))
+    })
+}
+
+/// Bytes allowed in `Host = uri-host [ ":" port ]` (RFC 3986 reg-name, IP-literal, port).
+fn is_host_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%:[]".contains(&b)
+}
+
+/// Keeps the first occurrence of a singleton field; later duplicates are ignored.
+fn first(slot: &mut Option<String>, value: &[u8]) {
+    if slot.is_none() {
+        *slot = Some(text(value));
+    }
+}
+
+/// Field values may carry obs-text (RFC 9110 §5.5); the fields we keep are ASCII in practice,
+/// so a lossy conversion only affects values nobody could have meant.
+fn text(value: &[u8]) -> String {
+    String::from_utf8_lossy(value).into_owned()
+}
+
+/// Strips optional whitespace (SP / HTAB) from both ends.
+fn trim_ows(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_length_values() {
+        let cases: [(&str, &[u8], Result<u64, HttpError>); 7] = [
+            ("zero", b"0", Ok(0)),
+            ("plain", b"1234", Ok(1234)),
+            ("max", b"18446744073709551615", Ok(u64::MAX)),
+            (
+                "overflow",
+                b"18446744073709551616",
+                Err(HttpError::BadRequest("Content-Length too large")),
+            ),
+            ("negative", b"-1", Err(HttpError::BadRequest("invalid Content-Length"))),
+            ("list", b"5, 5", Err(HttpError::BadRequest("invalid Content-Length"))),
+            ("empty", b"", Err(HttpError::BadRequest("invalid Content-Length"))),
+        ];
+        for (name, input, expected) in cases {
+            assert_eq!(parse_content_length(input), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn trims_optional_whitespace_only() {
+        assert_eq!(trim_ows(b" \t a b \t"), b"a b");
+        assert_eq!(trim_ows(b"   "), b"");
+    }
+}
