@@ -159,4 +159,32 @@ mod tests {
             assert_eq!(make_etag(ino, size, mtime), expected);
         }
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn arbitrary_headers_never_panic(inm in any::<Option<String>>(), ims in any::<Option<String>>(), secs in 0u64..4_000_000_000) {
+                let t = at(secs, 0);
+                let etag = make_etag(1, 2, t);
+                is_not_modified(inm.as_deref(), ims.as_deref(), &etag, t);
+                if let Some(v) = &inm {
+                    if_range_allows(v, &etag, t);
+                }
+            }
+
+            #[test]
+            fn own_etag_always_matches(ino: u64, size: u64, secs in 0u64..4_000_000_000, nanos in 0u32..1_000_000_000) {
+                let t = at(secs, nanos);
+                let etag = make_etag(ino, size, t);
+                prop_assert!(is_not_modified(Some(&etag), None, &etag, t));
+                prop_assert!(if_range_allows(&etag, &etag, t));
+                let date = crate::date::fmt_http_date(t);
+                prop_assert!(is_not_modified(None, Some(&date), &etag, t));
+                prop_assert!(if_range_allows(&date, &etag, t));
+            }
+        }
+    }
 }

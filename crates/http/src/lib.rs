@@ -9,6 +9,32 @@
 //! - `range`, `conditional`: Range, If-None-Match / If-Modified-Since, If-Range, ETags.
 //! - `status`, `response`, `date`, `mime`: the status table, response-head encoding into a
 //!   reusable buffer, the cached Date value and Content-Type guessing.
+//!
+//! A request's way through the codec:
+//!
+//! ```
+//! use amped_http::*;
+//!
+//! let buf = b"GET /docs/../index.html HTTP/1.1\r\nHost: example.com\r\nRange: bytes=0-9\r\n\r\n";
+//! let head = parse_request(buf, &Limits::default()).unwrap().expect("complete head");
+//! assert_eq!((head.method, head.version, head.keep_alive), (Method::Get, Version::Http11, true));
+//!
+//! let path = normalize_target(&head.target).unwrap();
+//! assert_eq!(path.to_rel_path(), std::path::Path::new("index.html"));
+//!
+//! let len = 1000;
+//! let RangeOutcome::Partial { start, end_inclusive } = parse_range(head.range.as_deref().unwrap(), len)
+//! else { unreachable!() };
+//!
+//! let mut out = Vec::new();
+//! HeadWriter::new(&mut out, StatusCode::PARTIAL_CONTENT)
+//!     .header("Content-Type", content_type_for(&path.to_rel_path()).as_bytes())
+//!     .header("Content-Range", format!("bytes {start}-{end_inclusive}/{len}").as_bytes())
+//!     .header_u64("Content-Length", end_inclusive - start + 1)
+//!     .finish();
+//! assert!(out.starts_with(b"HTTP/1.1 206 Partial Content\r\nContent-Type: text/html; charset=utf-8\r\n"));
+//! assert!(out.ends_with(b"Content-Range: bytes 0-9/1000\r\nContent-Length: 10\r\n\r\n"));
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -221,3 +221,58 @@ fn many_headers_beyond_inline_slots() {
     assert!(parse_request(req.as_bytes(), &limits).unwrap().is_some());
     assert_eq!(parse_request(req.as_bytes(), &Limits::default()), Err(HttpError::HeadTooLarge));
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn small_limits() -> Limits {
+        Limits { max_head_bytes: 512, max_uri_bytes: 128, max_headers: 8 }
+    }
+
+    /// Well-formed requests with a few random fields.
+    fn valid_request() -> impl Strategy<Value = String> {
+        let method = prop::sample::select(vec!["GET", "HEAD", "POST", "BREW"]);
+        let field = ("[A-Za-z][A-Za-z0-9-]{0,10}", "[ -~]{0,20}")
+            .prop_filter("not a framing field", |(n, _)| {
+                !["host", "content-length", "transfer-encoding"]
+                    .contains(&n.to_lowercase().as_str())
+            })
+            .prop_map(|(n, v)| format!("{n}: {}\r\n", v.trim()));
+        (0..3usize, method, "/[a-z0-9/._%-]{0,40}", prop::collection::vec(field, 0..5)).prop_map(
+            |(empty_lines, method, path, fields)| {
+                format!(
+                    "{}{method} {path} HTTP/1.1\r\nHost: h\r\n{}\r\n",
+                    "\r\n".repeat(empty_lines),
+                    fields.concat()
+                )
+            },
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic_and_stay_in_bounds(buf in prop::collection::vec(any::<u8>(), 0..600)) {
+            let limits = small_limits();
+            if let Ok(Some(head)) = parse_request(&buf, &limits) {
+                prop_assert!(head.head_len <= buf.len().min(limits.max_head_bytes));
+                prop_assert!(buf[..head.head_len].ends_with(b"\n"));
+            }
+        }
+
+        #[test]
+        fn valid_requests_parse_whole_and_wait_on_every_prefix(req in valid_request()) {
+            let limits = small_limits();
+            let bytes = req.as_bytes();
+            let head = parse_request(bytes, &limits).unwrap().unwrap();
+            prop_assert_eq!(head.head_len, bytes.len());
+            for cut in 0..bytes.len() {
+                prop_assert_eq!(parse_request(&bytes[..cut], &limits), Ok(None), "cut at {}", cut);
+            }
+            // And with a pipelined follower, the first head ends in the same place.
+            let mut two = bytes.to_vec();
+            two.extend_from_slice(b"GET /next HTTP/1.1\r\nHost: h\r\n\r\n");
+            prop_assert_eq!(parse_request(&two, &limits).unwrap().unwrap().head_len, bytes.len());
+        }
+    }
+}

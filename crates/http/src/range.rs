@@ -118,4 +118,25 @@ mod tests {
             assert_eq!(parse_range(header, *len), *expected, "{name}: {header:?} len {len}");
         }
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn partial_is_always_inside_the_body(header in "(bytes|items)=[0-9,-]{0,12}", len in 0u64..100) {
+                if let Partial { start, end_inclusive } = parse_range(&header, len) {
+                    prop_assert!(start <= end_inclusive && end_inclusive < len, "{header} len {len}");
+                }
+            }
+
+            #[test]
+            fn any_text_is_handled(header in any::<String>(), len in any::<u64>()) {
+                if let Partial { start, end_inclusive } = parse_range(&header, len) {
+                    prop_assert!(start <= end_inclusive && end_inclusive < len);
+                }
+            }
+        }
+    }
 }

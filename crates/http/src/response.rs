@@ -48,7 +48,7 @@ impl<'a> HeadWriter<'a> {
         self
     }
 
-    /// Appends "Date: <now>\r\n" from the per-thread date cache.
+    /// Appends "Date: {now}\r\n" (IMF-fixdate) from the per-thread date cache.
     pub fn date(&mut self) -> &mut Self {
         self.header("Date", &http_date_now())
     }
