@@ -96,6 +96,10 @@ fn request_cases() {
         ("garbage", b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03", bad("invalid token in request line")),
         ("space in target", b"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", bad("malformed request line")),
         ("bad header name", b"GET / HTTP/1.1\r\nHo st: a\r\n\r\n", bad("invalid header name")),
+        ("bare lf line endings", b"GET / HTTP/1.1\nHost: a\n\n", seen(Get, "/", H11, true, 24)),
+        ("obs-fold rejected", b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", bad("invalid header name")),
+        ("space before colon", b"GET / HTTP/1.1\r\nHost : a\r\n\r\n", bad("invalid header name")),
+        ("nul in header value", b"GET / HTTP/1.1\r\nHost: a\r\nX: a\0b\r\n\r\n", bad("invalid header value")),
         ("lone cr in head", b"\rGET / HTTP/1.1\r\nHost: a\r\n\r\n", bad("invalid line ending")),
     ];
     let limits = Limits::default();

@@ -49,6 +49,7 @@ fn normalisation_cases() {
         ("space re-encoded", "/a%20b", ok("/a%20b")),
         ("sub-delims kept", "/a+b=c;d@e:f", ok("/a+b=c;d@e:f")),
         ("encoded question mark", "/what%3f", ok("/what%3F")),
+        ("crlf stays encoded", "/a%0d%0aSet-Cookie:x", ok("/a%0D%0ASet-Cookie:x")),
         ("three dots is a name", "/.../x", ok("/.../x")),
     ];
     for (name, raw, expected) in cases {
