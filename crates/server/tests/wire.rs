@@ -1,0 +1,71 @@
+//! Black-box wire tests: start the real `amped` binary on 127.0.0.1:0 against a temporary
+//! document root and talk raw bytes over `TcpStream` (plus `curl` as a real client).
+//!
+//! Every test written inside [`arch_tests!`] runs once per architecture listed in that macro's
+//! `ARCHS` table, as `<topic>::<arch>::<test>` (e.g. `protocol::sped::pipelined_in_order`), so a
+//! new architecture is covered by appending one line there and writing no new test.
+//!
+//! Run one architecture: `cargo test -p amped --test wire -- ::sped::`.
+
+#[path = "common/mod.rs"]
+mod common;
+
+/// Expand each test once per architecture.
+///
+/// ```ignore
+/// arch_tests! {
+///     /// doc
+///     fn name(arch) { let s = Server::start(arch, &["--opt"], |root| { ... }); ... }
+/// }
+/// ```
+/// Inside the body `arch: &[&str]` holds the command-line arguments selecting the architecture.
+macro_rules! arch_tests {
+    // ARCHS: module name => arguments selecting the architecture. Add architectures here.
+    (@archs $tests:tt) => {
+        arch_tests!(@expand $tests
+            sped => ["--arch", "sped"],
+            amped => ["--arch", "amped"],
+        );
+    };
+    (@expand $tests:tt $($arch:ident => $args:tt,)*) => {
+        $(
+            mod $arch {
+                #[allow(unused_imports)]
+                use super::*;
+                arch_tests!(@tests $args $tests);
+            }
+        )*
+    };
+    (@tests $args:tt { $( $(#[$meta:meta])* fn $name:ident($arch:ident) $body:block )* }) => {
+        $(
+            $(#[$meta])*
+            #[test]
+            fn $name() {
+                let $arch: &[&str] = &$args;
+                $body
+            }
+        )*
+    };
+    ($($tests:tt)*) => {
+        arch_tests!(@archs { $($tests)* });
+    };
+}
+
+#[path = "wire/amped_helpers.rs"]
+mod amped_helpers;
+#[path = "wire/caching_staleness.rs"]
+mod caching_staleness;
+#[path = "wire/cli.rs"]
+mod cli;
+#[path = "wire/conditional_range.rs"]
+mod conditional_range;
+#[path = "wire/limits_timeouts.rs"]
+mod limits_timeouts;
+#[path = "wire/observability.rs"]
+mod observability;
+#[path = "wire/paths_security.rs"]
+mod paths_security;
+#[path = "wire/protocol.rs"]
+mod protocol;
+#[path = "wire/real_client.rs"]
+mod real_client;

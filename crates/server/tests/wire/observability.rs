@@ -1,0 +1,161 @@
+//! What an operator looks at: the access log (Combined Log Format, to a file or stdout) and the
+//! stats endpoint's JSON counters, including that the cache switches really switch.
+
+use crate::common::*;
+use std::path::Path;
+use std::thread;
+use std::time::{Duration, Instant};
+
+const STATS: &str = "/.amped/stats";
+const KEYS: [&str; 12] = [
+    "requests",
+    "connections_accepted",
+    "connections_open",
+    "path_cache_hits",
+    "path_cache_misses",
+    "file_cache_hits",
+    "file_cache_misses",
+    "header_cache_hits",
+    "jobs_inline",
+    "jobs_helper",
+    "residency_misses",
+    "readahead_jobs",
+];
+
+fn fill(root: &Path) {
+    write(root, "a.txt", "AAAA");
+}
+
+/// Check `line` is `127.0.0.1 - - [dd/Mon/yyyy:HH:MM:SS +0000] REST` and return REST.
+fn clf_rest(line: &str) -> &str {
+    let rest = line
+        .strip_prefix("127.0.0.1 - - [")
+        .unwrap_or_else(|| panic!("bad log line start: {line:?}"));
+    let (stamp, rest) =
+        rest.split_at_checked(26).unwrap_or_else(|| panic!("short log line: {line:?}"));
+    let b = stamp.as_bytes();
+    let months =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let digits = |r: std::ops::Range<usize>| r.into_iter().all(|i| b[i].is_ascii_digit());
+    let ok = digits(0..2)
+        && b[2] == b'/'
+        && months.contains(&&stamp[3..6])
+        && b[6] == b'/'
+        && digits(7..11)
+        && b[11] == b':'
+        && digits(12..14)
+        && b[14] == b':'
+        && digits(15..17)
+        && b[17] == b':'
+        && digits(18..20)
+        && &stamp[20..] == " +0000";
+    assert!(ok, "bad timestamp {stamp:?} in {line:?}");
+    rest.strip_prefix("] ").unwrap_or_else(|| panic!("bad log line: {line:?}"))
+}
+
+/// Poll `lines()` for up to 3 s until it yields at least `n` lines.
+fn wait_lines(n: usize, mut lines: impl FnMut() -> Vec<String>) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let got = lines();
+        if got.len() >= n || Instant::now() > deadline {
+            return got;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Send the two logged requests; returns the expected log line tails.
+fn logged_requests(s: &Server) -> Vec<String> {
+    let r = request_once(
+        s.addr,
+        req(
+            "GET",
+            "/a.txt?v=1",
+            "User-Agent: wiretest/1.0\r\nReferer: http://ref.example/\r\nConnection: close\r\n",
+        )
+        .as_bytes(),
+    );
+    r.assert_status(200);
+    let missing = s.get("/missing.txt");
+    missing.assert_status(404);
+    vec![
+        "\"GET /a.txt?v=1 HTTP/1.1\" 200 4 \"http://ref.example/\" \"wiretest/1.0\"".to_string(),
+        format!("\"GET /missing.txt HTTP/1.1\" 404 {} \"-\" \"-\"", missing.body.len()),
+    ]
+}
+
+arch_tests! {
+    /// --access-log PATH: one Combined Log Format line per request, flushed within ~1 s.
+    fn access_log_file(arch) {
+        let logdir = temp_dir();
+        let log = logdir.path().join("access.log");
+        let s = Server::start(arch, &["--access-log", log.to_str().unwrap()], fill);
+        let expect = logged_requests(&s);
+        let lines = wait_lines(2, || std::fs::read_to_string(&log).unwrap_or_default().lines().map(String::from).collect());
+        assert_eq!(lines.len(), 2, "log lines: {lines:?}");
+        for (line, tail) in lines.iter().zip(&expect) {
+            assert_eq!(clf_rest(line), tail);
+        }
+    }
+
+    /// --access-log -: the lines go to stdout, after the listening line.
+    fn access_log_stdout(arch) {
+        let s = Server::start(arch, &["--access-log", "-"], fill);
+        let expect = logged_requests(&s);
+        let lines = wait_lines(3, || s.stdout_lines());
+        assert_eq!(lines.len(), 3, "stdout: {lines:?}");
+        assert!(lines[0].starts_with(LISTEN_PREFIX));
+        for (line, tail) in lines[1..].iter().zip(&expect) {
+            assert_eq!(clf_rest(line), tail);
+        }
+    }
+
+    /// No access log by default: stdout holds only the listening line.
+    fn access_log_off_by_default(arch) {
+        let s = Server::start(arch, &[], fill);
+        s.get("/a.txt").assert_status(200);
+        thread::sleep(Duration::from_millis(1200));
+        assert_eq!(s.stdout_lines().len(), 1, "{:?}", s.stdout_lines());
+    }
+
+    /// The stats endpoint: off (404) by default; with --stats-path, JSON with every counter,
+    /// counting requests and connections, and cache hits for a repeated file.
+    fn stats_endpoint(arch) {
+        let s = Server::start(arch, &[], fill);
+        s.get(STATS).assert_status(404);
+
+        let s = Server::start(arch, &["--stats-path", STATS], fill);
+        let r = s.get(STATS);
+        r.assert_status(200);
+        assert!(r.must("content-type").starts_with("application/json"), "{r:?}");
+        let before: serde_json::Value = serde_json::from_slice(&r.body).expect("stats JSON");
+        for key in KEYS {
+            counter(&before, key);
+        }
+        for _ in 0..3 {
+            assert_eq!(s.get("/a.txt").assert_status(200).body, b"AAAA");
+        }
+        let after = stats(s.addr, STATS);
+        let delta = |k: &str| counter(&after, k) - counter(&before, k);
+        assert!((3..=4).contains(&delta("requests")), "requests +{}: {after}", delta("requests"));
+        assert!(delta("connections_accepted") >= 4, "{after}");
+        assert!(counter(&after, "connections_open") >= 1, "{after}");
+        for key in ["path_cache_hits", "header_cache_hits", "file_cache_hits"] {
+            assert!(counter(&after, key) >= 1, "{key} after 3 GETs of one file: {after}");
+        }
+    }
+
+    /// With the caches switched off, the stats show no cache hits.
+    fn stats_caches_off(arch) {
+        let s = Server::start(arch, &["--stats-path", STATS, "--no-path-cache", "--no-header-cache", "--no-file-cache"], fill);
+        for _ in 0..3 {
+            assert_eq!(s.get("/a.txt").assert_status(200).body, b"AAAA");
+        }
+        let st = stats(s.addr, STATS);
+        for key in ["path_cache_hits", "header_cache_hits", "file_cache_hits"] {
+            assert_eq!(counter(&st, key), 0, "{key} with caches off: {st}");
+        }
+        assert!(counter(&st, "requests") >= 3, "{st}");
+    }
+}
