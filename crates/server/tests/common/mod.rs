@@ -119,11 +119,13 @@ impl Server {
         };
         let first = match first_rx.recv_timeout(START_TIMEOUT) {
             Ok(line) => line,
-            Err(_) => panic!(
-                "amped {args:?} printed no first line within {START_TIMEOUT:?} \
-                 (exit status: {:?})",
-                server.child.try_wait().ok().flatten()
-            ),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                panic!("amped {args:?} printed no first line within {START_TIMEOUT:?}")
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let status = server.wait_exit(Duration::from_secs(2));
+                panic!("amped {args:?} closed stdout without a first line (exit: {status:?})")
+            }
         };
         server.addr = parse_listen_line(&first);
         server
