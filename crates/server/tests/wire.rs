@@ -5,7 +5,8 @@
 //! `ARCHS` table, as `<topic>::<arch>::<test>` (e.g. `protocol::sped::pipelined_in_order`), so a
 //! new architecture is covered by appending one line there and writing no new test.
 //!
-//! Run one architecture: `cargo test -p amped --test wire -- ::sped::`.
+//! Run one architecture: `cargo test -p amped --test wire -- ::sped::`. Run against another
+//! build of the server: `AMPED_BIN=target/release/amped cargo test -p amped --test wire`.
 
 #[path = "common/mod.rs"]
 mod common;

@@ -48,6 +48,11 @@ pub struct Server {
     exited: Option<ExitStatus>,
 }
 
+/// The server binary: `$AMPED_BIN` if set (e.g. a release build), else the one cargo built.
+pub fn binary() -> OsString {
+    std::env::var_os("AMPED_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_amped").into())
+}
+
 /// A fresh temporary directory on the real disk (the target directory, not tmpfs), so that
 /// page-cache eviction behaves as on a real server.
 pub fn temp_dir() -> tempfile::TempDir {
@@ -85,7 +90,7 @@ impl Server {
         }
         fill(&root);
         let args = args(&root);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_amped"))
+        let mut child = Command::new(binary())
             .args(&args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -232,7 +237,7 @@ fn drain_into(mut from: impl Read + Send + 'static, into: Arc<Mutex<Vec<u8>>>) {
 
 /// Run `amped ARGS` that is expected to fail at start-up; returns (status, stdout, stderr).
 pub fn run_expecting_exit(args: &[OsString]) -> (ExitStatus, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_amped"))
+    let mut child = Command::new(binary())
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
