@@ -169,4 +169,38 @@ arch_tests! {
         assert!(r.body == pseudo_random(len, 3)[..1000], "truncated file served wrongly");
         s.assert_alive();
     }
+
+    /// Every optimization switched off, alone or together, still serves exact bytes: whole
+    /// files small and large, ranges, HEAD, keep-alive.
+    fn optimizations_off_still_correct(arch) {
+        let big = pseudo_random(8 << 20, 77);
+        let switch_sets: [&[&str]; 5] = [
+            &["--no-zero-copy"],
+            &["--no-residency-test"],
+            &["--no-file-cache"],
+            &NO_CACHES,
+            &["--no-path-cache", "--no-header-cache", "--no-file-cache", "--no-zero-copy", "--no-residency-test"],
+        ];
+        for switches in switch_sets {
+            let s = Server::start(arch, switches, |root| {
+                write(root, "big.bin", &big);
+                write(root, "small.txt", "small");
+            });
+            let mut c = s.conn();
+            c.send(
+                req("GET", "/big.bin", "")
+                    + &req("GET", "/small.txt", "")
+                    + &req("HEAD", "/big.bin", "")
+                    + &req("GET", "/big.bin", "Range: bytes=4000000-4000999\r\n")
+                    + &req("GET", "/big.bin", ""),
+            );
+            let r = c.response();
+            assert!(r.assert_status(200).body == big, "{switches:?}: big body differs");
+            assert_eq!(c.response().assert_status(200).body, b"small", "{switches:?}");
+            assert_eq!(c.head_response().content_length(), big.len() as u64, "{switches:?}");
+            let r = c.response();
+            assert!(r.assert_status(206).body == big[4_000_000..4_001_000], "{switches:?}: range");
+            assert!(c.response().assert_status(200).body == big, "{switches:?}: repeat differs");
+        }
+    }
 }

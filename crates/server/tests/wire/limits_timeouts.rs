@@ -269,4 +269,18 @@ arch_tests! {
         let status = s.wait_exit(Duration::from_secs(4)).expect("no exit after SIGINT");
         assert!(status.success(), "exit status {status}");
     }
+
+    /// 300 idle connections do not stop the server from serving a new one, and each of them is
+    /// then served too.
+    fn many_idle_connections(arch) {
+        let s = Server::start(arch, &[], fill);
+        let mut idle: Vec<Conn> = (0..300).map(|_| s.conn()).collect();
+        assert_eq!(s.get("/a.txt").assert_status(200).body, b"AAAA");
+        for c in &mut idle {
+            c.send(req("GET", "/a.txt", ""));
+        }
+        for c in &mut idle {
+            assert_eq!(c.response().assert_status(200).body, b"AAAA");
+        }
+    }
 }
