@@ -19,6 +19,8 @@ pub enum Interest {
     Write,
     /// Both.
     ReadWrite,
+    /// Nothing but errors and hang-ups (a connection parked on a helper job).
+    None,
 }
 
 impl Interest {
@@ -27,6 +29,7 @@ impl Interest {
             Interest::Read => EventFlags::IN | EventFlags::RDHUP,
             Interest::Write => EventFlags::OUT,
             Interest::ReadWrite => EventFlags::IN | EventFlags::RDHUP | EventFlags::OUT,
+            Interest::None => EventFlags::empty(),
         }
     }
 }

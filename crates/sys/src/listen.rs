@@ -35,3 +35,21 @@ pub fn prepare_stream(stream: &std::net::TcpStream, nonblocking: bool) -> io::Re
     stream.set_nodelay(true)?;
     stream.set_nonblocking(nonblocking)
 }
+
+/// Accepts one connection in a single `accept4` (non-blocking, close-on-exec) and sets
+/// TCP_NODELAY. `WouldBlock` when the backlog is empty; `EMFILE`/`ENFILE` pass through so the
+/// caller can back off.
+pub fn accept_nonblocking(listener: &TcpListener) -> io::Result<(std::net::TcpStream, SocketAddr)> {
+    use rustix::net::{SocketFlags, acceptfrom_with, sockopt};
+    let (fd, addr) = acceptfrom_with(listener, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC)?;
+    let _ = sockopt::set_tcp_nodelay(&fd, true);
+    let peer = addr
+        .and_then(|a| SocketAddr::try_from(a).ok())
+        .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+    Ok((std::net::TcpStream::from(fd), peer))
+}
+
+/// True for the accept errors that mean "out of descriptors": back off, don't spin.
+pub fn is_fd_exhaustion(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(code) if code == libc::EMFILE || code == libc::ENFILE || code == libc::ENOBUFS || code == libc::ENOMEM)
+}

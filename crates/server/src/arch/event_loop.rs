@@ -1,0 +1,405 @@
+//! The event loop shared by SPED and AMPED (Flash §3.3–3.4): one thread, non-blocking
+//! sockets, level-triggered epoll. It accepts connections, reads request bytes, feeds them to
+//! the [`Pipeline`], writes responses straight away and arms `EPOLLOUT` only while bytes
+//! remain (Redis' habit: most responses leave without a second wake-up). What it does with a
+//! [`Job`] — a step that may block on the disk — is the one thing SPED and AMPED do
+//! differently, so that is delegated to a [`JobRunner`].
+//!
+//! Timeouts: every connection carries one deadline, set on phase changes (header, idle,
+//! send) and swept every 250 ms. Accepting pauses while the connection cap is reached or the
+//! process is out of descriptors (re-armed after 100 ms), never spinning on a ready listener.
+
+use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
+use crate::stats::{bump, drop_one};
+use crate::transmit::{Outgoing, SendOptions, SendOutcome};
+use amped_sys::epoll::{Interest, Poller, Ready};
+use amped_sys::listen::{accept_nonblocking, is_fd_exhaustion};
+use slab::Slab;
+use std::io::{ErrorKind, Read};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::BorrowedFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+const LISTENER: u64 = u64::MAX;
+const WAKER: u64 = u64::MAX - 1;
+const TICK: Duration = Duration::from_millis(250);
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+const ACCEPT_BATCH: usize = 64;
+
+/// Who runs the blocking jobs of an event loop.
+pub trait JobRunner {
+    /// Runs `job` for the connection `token`: returns its result if it ran inline, or `None`
+    /// if it was handed off (the connection parks until [`JobRunner::completed`] returns it).
+    fn submit(&mut self, token: u64, job: Job) -> Option<JobDone>;
+    /// Moves finished hand-offs into `out`.
+    fn completed(&mut self, out: &mut Vec<(u64, JobDone)>);
+    /// A descriptor that becomes readable when hand-offs finish (none for inline runners).
+    fn waker(&self) -> Option<BorrowedFd<'_>>;
+    /// Resets the waker after it fired.
+    fn drain_waker(&self) {}
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    /// Waiting for (the rest of) a request head: header timeout.
+    Head,
+    /// Between requests: keep-alive timeout.
+    Idle,
+    /// Blocked on a full socket buffer: send timeout.
+    Send,
+    /// Waiting for a job: no timeout (the job is bounded by the disk).
+    Parked,
+}
+
+struct Conn {
+    sock: TcpStream,
+    state: ConnState,
+    out: Option<Outgoing>,
+    generation: u32,
+    phase: Phase,
+    deadline: Instant,
+    interest: Interest,
+}
+
+/// One event loop serving one listener.
+pub struct EventLoop<R: JobRunner> {
+    pipeline: Arc<Pipeline>,
+    runner: R,
+    poller: Poller,
+    listener: Option<TcpListener>,
+    conns: Slab<Conn>,
+    next_gen: u32,
+    accept_paused_until: Option<Instant>,
+    listening: bool,
+    draining: bool,
+    opts: SendOptions,
+    scratch: Vec<u8>,
+    done: Vec<(u64, JobDone)>,
+}
+
+impl<R: JobRunner> EventLoop<R> {
+    /// Sets up the loop on a non-blocking `listener`.
+    pub fn new(pipeline: Arc<Pipeline>, runner: R, listener: TcpListener) -> std::io::Result<Self> {
+        listener.set_nonblocking(true)?;
+        let poller = Poller::new(1024)?;
+        poller.add(&listener, LISTENER, Interest::Read)?;
+        if let Some(w) = runner.waker() {
+            poller.add(w, WAKER, Interest::Read)?;
+        }
+        let opts = SendOptions { zero_copy: pipeline.cfg.opt.zero_copy, residency_test: pipeline.cfg.opt.residency_test };
+        Ok(EventLoop {
+            pipeline,
+            runner,
+            poller,
+            listener: Some(listener),
+            conns: Slab::with_capacity(1024),
+            next_gen: 0,
+            accept_paused_until: None,
+            listening: true,
+            draining: false,
+            opts,
+            scratch: vec![0u8; 16 << 10],
+            done: Vec::new(),
+        })
+    }
+
+    /// Runs until `shutdown` is set and the connections in flight have finished (or the
+    /// shutdown deadline passed).
+    pub fn run(mut self, shutdown: &AtomicBool) -> std::io::Result<()> {
+        let mut ready: Vec<Ready> = Vec::with_capacity(1024);
+        let mut next_sweep = Instant::now() + TICK;
+        let mut drain_deadline = None;
+        loop {
+            if shutdown.load(Ordering::Relaxed) && !self.draining {
+                self.begin_drain();
+                drain_deadline = Some(Instant::now() + self.pipeline.cfg.shutdown_timeout);
+            }
+            if let Some(d) = drain_deadline
+                && (self.conns.is_empty() || Instant::now() >= d) {
+                    return Ok(());
+                }
+            ready.clear();
+            ready.extend(self.poller.wait(Some(TICK))?);
+            for ev in &ready {
+                match ev.token {
+                    LISTENER => self.accept_batch(),
+                    WAKER => self.finish_jobs(),
+                    token => self.on_ready(token, ev),
+                }
+            }
+            let now = Instant::now();
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + TICK;
+            }
+            self.maybe_resume_accepting(now);
+        }
+    }
+
+    fn accept_batch(&mut self) {
+        for _ in 0..ACCEPT_BATCH {
+            if self.conns.len() >= self.pipeline.cfg.max_connections {
+                self.pause_accepting(None);
+                return;
+            }
+            let Some(listener) = &self.listener else { return };
+            match accept_nonblocking(listener) {
+                Ok((sock, peer)) => self.register(sock, peer),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if is_fd_exhaustion(&e) => {
+                    eprintln!("amped: accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                    self.pause_accepting(Some(Instant::now() + ACCEPT_BACKOFF));
+                    return;
+                }
+                Err(_) => return, // ECONNABORTED and friends: the client gave up; keep going next time
+            }
+        }
+    }
+
+    fn register(&mut self, sock: TcpStream, peer: std::net::SocketAddr) {
+        self.next_gen = self.next_gen.wrapping_add(1);
+        let entry = self.conns.vacant_entry();
+        let token = token_of(entry.key(), self.next_gen);
+        if self.poller.add(&sock, token, Interest::Read).is_err() {
+            return;
+        }
+        let deadline = Instant::now() + self.pipeline.cfg.header_timeout;
+        entry.insert(Conn {
+            sock,
+            state: ConnState::new(peer),
+            out: None,
+            generation: self.next_gen,
+            phase: Phase::Head,
+            deadline,
+            interest: Interest::Read,
+        });
+        bump(&self.pipeline.stats.connections_accepted);
+        bump(&self.pipeline.stats.connections_open);
+    }
+
+    fn pause_accepting(&mut self, until: Option<Instant>) {
+        if self.listening {
+            if let Some(l) = &self.listener {
+                let _ = self.poller.delete(l);
+            }
+            self.listening = false;
+            bump(&self.pipeline.stats.accept_pauses);
+        }
+        self.accept_paused_until = until;
+    }
+
+    fn maybe_resume_accepting(&mut self, now: Instant) {
+        if self.listening || self.draining || self.conns.len() >= self.pipeline.cfg.max_connections {
+            return;
+        }
+        if self.accept_paused_until.is_some_and(|t| now < t) {
+            return;
+        }
+        if let Some(l) = &self.listener
+            && self.poller.add(l, LISTENER, Interest::Read).is_ok() {
+                self.listening = true;
+                self.accept_paused_until = None;
+            }
+    }
+
+    fn on_ready(&mut self, token: u64, ev: &Ready) {
+        let Some(key) = self.live_key(token) else { return };
+        if ev.hangup && !ev.readable && !ev.writable {
+            self.close(key);
+            return;
+        }
+        self.drive(key, None);
+    }
+
+    fn finish_jobs(&mut self) {
+        self.runner.drain_waker();
+        let mut done = std::mem::take(&mut self.done);
+        self.runner.completed(&mut done);
+        for (token, result) in done.drain(..) {
+            if let Some(key) = self.live_key(token) {
+                self.drive(key, Some(result));
+            }
+        }
+        self.done = done;
+    }
+
+    fn live_key(&self, token: u64) -> Option<usize> {
+        let key = (token & 0xffff_ffff) as usize;
+        match self.conns.get(key) {
+            Some(c) if c.generation == (token >> 32) as u32 => Some(key),
+            _ => None,
+        }
+    }
+
+    /// Advances one connection as far as it can go without blocking. `resumed` carries the
+    /// result of the job the connection was parked on.
+    fn drive(&mut self, key: usize, mut resumed: Option<JobDone>) {
+        let pipeline = self.pipeline.clone();
+        loop {
+            let token = token_of(key, self.conns[key].generation);
+            // 1. A response in flight goes first.
+            if self.conns[key].out.is_some() {
+                if matches!(resumed.take(), Some(JobDone::ReadAhead)) {
+                    self.conns[key].out.as_mut().unwrap().mark_resident();
+                }
+                let conn = &mut self.conns[key];
+                let out = conn.out.as_mut().unwrap();
+                match out.send(&conn.sock, self.opts, &pipeline.stats) {
+                    SendOutcome::Done => {
+                        let out = conn.out.take().unwrap();
+                        pipeline.complete(&out.resp, out.body_sent());
+                        if out.resp.close {
+                            return self.close(key);
+                        }
+                        continue;
+                    }
+                    SendOutcome::WouldBlock => return self.wait_for(key, Interest::Write, Phase::Send),
+                    SendOutcome::NotResident(job) => {
+                        bump(&pipeline.stats.readahead_jobs);
+                        match self.runner.submit(token, job) {
+                            Some(_) => {
+                                self.conns[key].out.as_mut().unwrap().mark_resident();
+                                continue;
+                            }
+                            None => return self.wait_for(key, Interest::None, Phase::Parked),
+                        }
+                    }
+                    SendOutcome::Failed(_) => {
+                        let out = self.conns[key].out.take().unwrap();
+                        pipeline.complete(&out.resp, out.body_sent());
+                        return self.close(key);
+                    }
+                }
+            }
+            // 2. Otherwise ask the pipeline what comes next.
+            let conn = &mut self.conns[key];
+            let mut step = match resumed.take() {
+                Some(done) => pipeline.resume(&mut conn.state, done),
+                None => pipeline.next(&mut conn.state, self.draining),
+            };
+            loop {
+                match step {
+                    Step::Respond(resp) => {
+                        self.conns[key].out = Some(Outgoing::new(resp));
+                        break;
+                    }
+                    Step::Block(job) => match self.runner.submit(token, job) {
+                        Some(done) => step = pipeline.resume(&mut self.conns[key].state, done),
+                        None => return self.wait_for(key, Interest::None, Phase::Parked),
+                    },
+                    Step::NeedMore => {
+                        if !self.read_more(key) {
+                            return;
+                        }
+                        break;
+                    }
+                    Step::Close => return self.close(key),
+                }
+            }
+        }
+    }
+
+    /// Reads what the socket has. True if bytes arrived (drive on); false if the connection
+    /// now waits for input or was closed.
+    fn read_more(&mut self, key: usize) -> bool {
+        let conn = &mut self.conns[key];
+        let want = conn.state.read_hint(self.pipeline.cfg.limits.max_head_bytes).min(self.scratch.len());
+        match (&conn.sock).read(&mut self.scratch[..want]) {
+            Ok(0) => {
+                self.close(key);
+                false
+            }
+            Ok(n) => {
+                conn.state.received(&self.scratch[..n]);
+                true
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                let phase = if conn.state.is_idle() { Phase::Idle } else { Phase::Head };
+                self.wait_for(key, Interest::Read, phase);
+                false
+            }
+            Err(_) => {
+                self.close(key);
+                false
+            }
+        }
+    }
+
+    /// Parks the connection until `interest` fires, entering `phase` (and its deadline).
+    fn wait_for(&mut self, key: usize, interest: Interest, phase: Phase) {
+        let cfg = &self.pipeline.cfg;
+        let conn = &mut self.conns[key];
+        let now = Instant::now();
+        if conn.phase != phase || phase == Phase::Send {
+            conn.deadline = match phase {
+                Phase::Head => now + cfg.header_timeout,
+                Phase::Idle => now + cfg.keepalive_timeout,
+                Phase::Send => now + cfg.send_timeout,
+                Phase::Parked => now + Duration::from_secs(365 * 24 * 3600),
+            };
+            conn.phase = phase;
+        }
+        if conn.interest != interest {
+            let token = token_of(key, conn.generation);
+            if self.poller.modify(&conn.sock, token, interest).is_err() {
+                return self.close(key);
+            }
+            conn.interest = interest;
+        }
+        if self.draining && phase == Phase::Idle {
+            self.close(key);
+        }
+    }
+
+    fn close(&mut self, key: usize) {
+        if let Some(conn) = self.conns.try_remove(key) {
+            let _ = self.poller.delete(&conn.sock);
+            if let Some(out) = &conn.out {
+                // Abandoned mid-response: log what was sent.
+                self.pipeline.complete(&out.resp, out.body_sent());
+            }
+            drop_one(&self.pipeline.stats.connections_open);
+        }
+    }
+
+    fn sweep(&mut self, now: Instant) {
+        let expired: Vec<usize> =
+            self.conns.iter().filter(|(_, c)| c.deadline <= now).map(|(k, _)| k).collect();
+        for key in expired {
+            let conn = &self.conns[key];
+            if conn.phase == Phase::Head && conn.state.has_partial_request() && conn.out.is_none() {
+                let resp = self.pipeline.timeout_response(conn.state.peer);
+                let mut out = Outgoing::new(resp);
+                let _ = out.send(&conn.sock, self.opts, &self.pipeline.stats);
+                self.pipeline.complete(&out.resp, out.body_sent());
+            }
+            bump(&self.pipeline.stats.timeouts);
+            self.close(key);
+        }
+    }
+
+    /// Graceful shutdown begins: stop accepting (the port is closed, new connections are
+    /// refused), close idle connections, let the others finish their responses.
+    fn begin_drain(&mut self) {
+        self.draining = true;
+        if let Some(l) = self.listener.take() {
+            let _ = self.poller.delete(&l);
+        }
+        self.listening = false;
+        let idle: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.out.is_none() && c.phase != Phase::Parked && !c.state.has_partial_request())
+            .map(|(k, _)| k)
+            .collect();
+        for key in idle {
+            self.close(key);
+        }
+    }
+}
+
+fn token_of(key: usize, generation: u32) -> u64 {
+    ((generation as u64) << 32) | key as u64
+}

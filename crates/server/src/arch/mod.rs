@@ -1,0 +1,90 @@
+//! The concurrency architectures. Each file drives the shared [`crate::pipeline::Pipeline`]
+//! and nothing else: `sped` and `amped` share [`event_loop`] and differ only in who runs jobs.
+//! This module opens the listening sockets and starts the chosen architecture (and its
+//! instances).
+
+pub mod amped;
+pub mod event_loop;
+pub mod sped;
+
+use crate::access_log::AccessLogger;
+use crate::config::{Arch, Config};
+use crate::pipeline::Pipeline;
+use crate::stats::Stats;
+use amped_sys::listen::{ListenOptions, bind};
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// Everything an architecture needs to serve.
+pub struct Server {
+    /// Resolved configuration.
+    pub cfg: Arc<Config>,
+    /// Shared counters.
+    pub stats: Arc<Stats>,
+    /// Access log handle.
+    pub log: AccessLogger,
+    /// Set by SIGTERM/SIGINT.
+    pub shutdown: Arc<AtomicBool>,
+}
+
+impl Server {
+    /// A fresh pipeline (own caches) over the shared counters and log.
+    pub fn pipeline(&self) -> Arc<Pipeline> {
+        Arc::new(Pipeline::new(self.cfg.clone(), self.stats.clone(), self.log.clone()))
+    }
+}
+
+/// Opens the listener(s): one, or `instances` sharing the port through SO_REUSEPORT.
+pub fn open_listeners(cfg: &Config) -> io::Result<Vec<TcpListener>> {
+    let n = if cfg.arch.is_event_driven() { cfg.instances } else { 1 };
+    let opts = ListenOptions { reuse_port: n > 1, nonblocking: cfg.arch.is_event_driven(), backlog: 4096 };
+    let first = bind(cfg.listen, opts)?;
+    let addr: SocketAddr = first.local_addr()?;
+    let mut all = vec![first];
+    for _ in 1..n {
+        all.push(bind(addr, opts)?);
+    }
+    Ok(all)
+}
+
+/// Serves on `listeners` with the configured architecture until shutdown completes.
+pub fn serve(server: &Server, listeners: Vec<TcpListener>) -> io::Result<()> {
+    let arch = server.cfg.arch;
+    let run_one = |listener: TcpListener| -> io::Result<()> {
+        let pipeline = server.pipeline();
+        match arch {
+            Arch::Sped => sped::run(pipeline, listener, &server.shutdown),
+            Arch::Amped => amped::run(pipeline, listener, &server.shutdown),
+            other => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("architecture '{}' is not available in this build yet", other.name()),
+            )),
+        }
+    };
+    std::thread::scope(|s| {
+        let handles: Vec<_> = listeners
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let pin = server.cfg.pin;
+                s.spawn(move || {
+                    if pin {
+                        let _ = amped_sys::limits::pin_current_thread(i % amped_sys::limits::available_cpus());
+                    }
+                    run_one(l)
+                })
+            })
+            .collect();
+        let mut result = Ok(());
+        for h in handles {
+            match h.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => result = Err(e),
+                Err(_) => result = Err(io::Error::other("an event loop panicked")),
+            }
+        }
+        result
+    })
+}

@@ -1,0 +1,35 @@
+//! SPED (Flash §3.3): one event loop that runs every job inline. A file-system lookup or a
+//! page that is not in memory stalls every connection until the disk answers — kept on purpose,
+//! so the weakness AMPED removes can be measured.
+
+use super::event_loop::{EventLoop, JobRunner};
+use crate::pipeline::{Job, JobDone, Pipeline};
+use crate::stats::bump;
+use std::net::TcpListener;
+use std::os::fd::BorrowedFd;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// Runs jobs on the event-loop thread.
+pub struct InlineRunner {
+    pipeline: Arc<Pipeline>,
+}
+
+impl JobRunner for InlineRunner {
+    fn submit(&mut self, _token: u64, job: Job) -> Option<JobDone> {
+        bump(&self.pipeline.stats.jobs_inline);
+        Some(self.pipeline.run_job(job))
+    }
+
+    fn completed(&mut self, _out: &mut Vec<(u64, JobDone)>) {}
+
+    fn waker(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+}
+
+/// Serves `listener` with a SPED loop until shutdown.
+pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &AtomicBool) -> std::io::Result<()> {
+    let runner = InlineRunner { pipeline: pipeline.clone() };
+    EventLoop::new(pipeline, runner, listener)?.run(shutdown)
+}

@@ -1,0 +1,196 @@
+//! The file cache: canonical path → [`FileEntry`] (an open descriptor, its metadata, and for
+//! small files the body in memory). New Flash replaced Flash's mapped-chunk cache with open
+//! descriptors because `sendfile` needs them; keeping them open also means a hit needs no
+//! `open`/`stat` in the event loop at all. LRU within an entry cap (descriptors) and a byte
+//! budget (in-memory bodies). Entries are `Arc`s: eviction drops only the cache's reference,
+//! so a response in flight keeps its descriptor until it is sent.
+
+use lru::LruCache;
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// An open file and what a response needs to know about it.
+#[derive(Debug)]
+pub struct FileEntry {
+    /// Canonical path (the cache key, and the header-cache key).
+    pub path: PathBuf,
+    /// The open descriptor bodies are sent from.
+    pub file: File,
+    /// Size at open time (a small body's length when `body` is set).
+    pub size: u64,
+    /// Modification time.
+    pub mtime: SystemTime,
+    /// Inode number.
+    pub ino: u64,
+    /// Device number.
+    pub dev: u64,
+    /// The whole body, for files up to `--small-file-bytes` when the file cache is on.
+    pub body: Option<Arc<[u8]>>,
+}
+
+impl FileEntry {
+    /// Builds an entry from an open file's metadata.
+    pub fn new(path: PathBuf, file: File, meta: &std::fs::Metadata, body: Option<Arc<[u8]>>) -> Self {
+        let size = body.as_ref().map_or(meta.len(), |b| b.len() as u64);
+        FileEntry {
+            path,
+            file,
+            size,
+            mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            ino: meta.ino(),
+            dev: meta.dev(),
+            body,
+        }
+    }
+
+    /// Same file, same version: device, inode, size and mtime all equal.
+    pub fn same_version(&self, other: &FileEntry) -> bool {
+        self.dev == other.dev && self.ino == other.ino && self.size == other.size && self.mtime == other.mtime
+    }
+
+    /// The strong ETag of this version.
+    pub fn etag(&self) -> String {
+        amped_http::make_etag(self.ino, self.size, self.mtime)
+    }
+
+    fn weight(&self) -> u64 {
+        self.body.as_ref().map_or(0, |b| b.len() as u64)
+    }
+}
+
+/// Result of a lookup.
+pub enum FileLookup {
+    /// Checked within the staleness bound: use it.
+    Fresh(Arc<FileEntry>),
+    /// Cached but due for revalidation.
+    Stale,
+    /// Not cached.
+    Miss,
+}
+
+struct Slot {
+    entry: Arc<FileEntry>,
+    checked: Instant,
+}
+
+/// Canonical path → open file.
+pub struct FileCache {
+    map: LruCache<PathBuf, Slot>,
+    max_entries: usize,
+    max_bytes: u64,
+    bytes: u64,
+    ttl: Duration,
+}
+
+impl FileCache {
+    /// A cache of at most `max_entries` descriptors and `max_bytes` of in-memory bodies.
+    pub fn new(max_entries: usize, max_bytes: u64, ttl: Duration) -> Self {
+        FileCache { map: LruCache::unbounded(), max_entries: max_entries.max(1), max_bytes, bytes: 0, ttl }
+    }
+
+    /// Looks `path` up.
+    pub fn get(&mut self, path: &std::path::Path, now: Instant) -> FileLookup {
+        match self.map.get(path) {
+            Some(s) if now.duration_since(s.checked) < self.ttl => FileLookup::Fresh(s.entry.clone()),
+            Some(_) => FileLookup::Stale,
+            None => FileLookup::Miss,
+        }
+    }
+
+    /// Records a freshly opened file checked at `at` and returns the entry to use: the cached
+    /// one if the file has not changed (it keeps its body and header), else `fresh`.
+    pub fn put(&mut self, fresh: Arc<FileEntry>, at: Instant) -> Arc<FileEntry> {
+        if let Some(slot) = self.map.get_mut(&fresh.path)
+            && slot.entry.same_version(&fresh) {
+                slot.checked = at;
+                return slot.entry.clone();
+            }
+        if let Some(old) = self.map.pop(&fresh.path) {
+            self.bytes -= old.entry.weight();
+        }
+        if fresh.weight() > self.max_bytes {
+            // Too big for the budget: serve it, don't keep it.
+            return fresh;
+        }
+        self.bytes += fresh.weight();
+        self.map.put(fresh.path.clone(), Slot { entry: fresh.clone(), checked: at });
+        while self.map.len() > self.max_entries || self.bytes > self.max_bytes {
+            match self.map.pop_lru() {
+                Some((_, old)) => self.bytes -= old.entry.weight(),
+                None => break,
+            }
+        }
+        fresh
+    }
+
+    /// Number of open files held.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Bytes of bodies held in memory.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(dir: &std::path::Path, name: &str, content: &[u8], keep_body: bool) -> Arc<FileEntry> {
+        let p = dir.join(name);
+        std::fs::write(&p, content).unwrap();
+        let f = File::open(&p).unwrap();
+        let meta = f.metadata().unwrap();
+        let body = keep_body.then(|| Arc::<[u8]>::from(content));
+        Arc::new(FileEntry::new(p, f, &meta, body))
+    }
+
+    #[test]
+    fn byte_budget_and_entry_cap_evict_least_recently_used() {
+        let d = tempfile::tempdir().unwrap();
+        let now = Instant::now();
+        let mut c = FileCache::new(3, 10, Duration::from_secs(1));
+        c.put(entry(d.path(), "a", b"aaaa", true), now);
+        c.put(entry(d.path(), "b", b"bbbb", true), now);
+        assert_eq!(c.bytes(), 8);
+        c.put(entry(d.path(), "c", b"cccc", true), now);
+        assert_eq!(c.bytes(), 8, "a evicted to stay within 10 bytes");
+        assert!(matches!(c.get(&d.path().join("a"), now), FileLookup::Miss));
+        c.put(entry(d.path(), "d", b"", false), now);
+        c.put(entry(d.path(), "e", b"", false), now);
+        assert_eq!(c.len(), 3, "entry cap");
+        let big = entry(d.path(), "big", &[0u8; 64], true);
+        assert!(!Arc::ptr_eq(&c.put(big, now), &c.put(entry(d.path(), "big", &[0u8; 64], true), now)));
+        assert!(matches!(c.get(&d.path().join("big"), now), FileLookup::Miss), "over budget: not kept");
+    }
+
+    #[test]
+    fn stale_after_ttl_and_unchanged_file_keeps_old_entry() {
+        let d = tempfile::tempdir().unwrap();
+        let t0 = Instant::now();
+        let mut c = FileCache::new(8, 1 << 20, Duration::from_secs(1));
+        let first = c.put(entry(d.path(), "x", b"hello", true), t0);
+        let later = t0 + Duration::from_secs(2);
+        assert!(matches!(c.get(&first.path, later), FileLookup::Stale));
+        // Re-open the unchanged file: the cached entry (and its body) is kept.
+        let f = File::open(&first.path).unwrap();
+        let meta = f.metadata().unwrap();
+        let again = c.put(Arc::new(FileEntry::new(first.path.clone(), f, &meta, None)), later);
+        assert!(Arc::ptr_eq(&first, &again));
+        assert!(matches!(c.get(&first.path, later), FileLookup::Fresh(_)));
+        // A changed file replaces it.
+        let changed = entry(d.path(), "x", b"hello, world", true);
+        let got = c.put(changed, later);
+        assert_eq!(got.size, 12);
+    }
+}

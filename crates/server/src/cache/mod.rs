@@ -1,0 +1,59 @@
+//! Flash's application-level caches, each in a module of its own and each switchable:
+//!
+//! * [`path::PathCache`] — URL path → translation result (Flash §5.2);
+//! * [`file::FileCache`] — canonical path → open descriptor, metadata and, for small files,
+//!   the body itself (New Flash's descriptor cache replacing Flash's mapped chunks, §5.4);
+//! * [`header::HeaderCache`] — file version → pre-encoded response header lines (Flash §5.3).
+//!
+//! **Freshness.** Every entry remembers when its metadata was last checked against the file
+//! system. An entry older than `revalidate_after` (1 s) is *stale*: it is not used until a
+//! blocking job (helper in AMPED) has re-translated and re-opened the path. If the file's
+//! identity (device, inode, size, mtime) is unchanged, the old entry is kept and only its
+//! check time is renewed; otherwise it is replaced. So a change to the tree is visible at most
+//! one second later. The header cache needs no clock of its own: it is keyed by file identity,
+//! so a changed file simply misses (Flash: headers are regenerated when the file changes).
+//!
+//! **Consistency (New Flash's lesson).** A hit in the path cache never implies the file is
+//! open or its data resident: a file-cache miss always goes through a job, and data residency
+//! is tested separately before each send.
+
+pub mod file;
+pub mod header;
+pub mod path;
+
+use crate::config::Config;
+use std::sync::Mutex;
+
+pub use file::{FileCache, FileEntry, FileLookup};
+pub use header::HeaderCache;
+pub use path::PathCache;
+
+/// The caches of one server instance (shared by its threads; uncontended in event loops).
+pub struct Caches {
+    /// Path translations, if enabled.
+    pub paths: Option<Mutex<PathCache>>,
+    /// Open files, if enabled.
+    pub files: Option<Mutex<FileCache>>,
+    /// Response headers, if enabled.
+    pub headers: Option<Mutex<HeaderCache>>,
+}
+
+impl Caches {
+    /// Builds the caches the configuration turns on.
+    pub fn new(cfg: &Config) -> Caches {
+        let ttl = cfg.revalidate_after;
+        Caches {
+            paths: cfg.opt.path_cache.then(|| Mutex::new(PathCache::new(cfg.path_cache_entries, ttl))),
+            files: cfg.opt.file_cache.then(|| {
+                Mutex::new(FileCache::new(cfg.file_cache_entries, cfg.file_cache_bytes, ttl))
+            }),
+            headers: cfg.opt.header_cache.then(|| Mutex::new(HeaderCache::new(cfg.file_cache_entries))),
+        }
+    }
+}
+
+/// Locks a cache mutex, recovering from poisoning (a cache holds no invariant a panic could
+/// break half-way that a later lookup would trust: at worst an entry is missing).
+pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,65 @@
+//! The pathname-translation cache (Flash §5.2): normalised URL path → what the file system
+//! said about it (a file, a redirect, a listing, not found). Saves the `stat` walk, and in
+//! AMPED a helper round trip, per request. LRU by entry count (Flash used 6000 entries).
+//! Negative answers are cached too, under the same one-second staleness bound.
+
+use crate::pipeline::translate::Translation;
+use lru::LruCache;
+use std::num::NonZeroUsize;
+use std::time::{Duration, Instant};
+
+/// URL path → translation, with check times.
+pub struct PathCache {
+    map: LruCache<String, (Translation, Instant)>,
+    ttl: Duration,
+}
+
+impl PathCache {
+    /// A cache of at most `entries` translations, each trusted for `ttl`.
+    pub fn new(entries: usize, ttl: Duration) -> Self {
+        PathCache { map: LruCache::new(NonZeroUsize::new(entries.max(1)).unwrap()), ttl }
+    }
+
+    /// A fresh translation of `url_path`, if cached and checked within the staleness bound.
+    pub fn get(&mut self, url_path: &str, now: Instant) -> Option<Translation> {
+        match self.map.get(url_path) {
+            Some((t, at)) if now.duration_since(*at) < self.ttl => Some(t.clone()),
+            _ => None,
+        }
+    }
+
+    /// Records a translation checked at `at`.
+    pub fn put(&mut self, url_path: String, t: Translation, at: Instant) {
+        self.map.put(url_path, (t, at));
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn entries_expire_after_the_staleness_bound_and_lru_evicts() {
+        let t0 = Instant::now();
+        let mut c = PathCache::new(2, Duration::from_secs(1));
+        c.put("/a".into(), Translation::File(PathBuf::from("/r/a")), t0);
+        assert!(c.get("/a", t0 + Duration::from_millis(999)).is_some());
+        assert!(c.get("/a", t0 + Duration::from_secs(1)).is_none());
+        c.put("/b".into(), Translation::NotFound, t0);
+        c.put("/c".into(), Translation::NotFound, t0);
+        assert_eq!(c.len(), 2);
+        assert!(c.get("/a", t0).is_none(), "least recently used entry evicted");
+        assert!(matches!(c.get("/b", t0), Some(Translation::NotFound)));
+    }
+}

@@ -1,0 +1,131 @@
+//! The command line as the user typed it ("low-level" arguments, ripgrep's term): every
+//! option is optional here so a TOML file can fill what the command line leaves out.
+
+use clap::Parser;
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// amped: a Flash-style static web server (SPED, AMPED, MT, pool, MP, io_uring).
+#[derive(Parser, Debug, Default, Deserialize)]
+#[command(name = "amped", version, about, long_about = None)]
+#[serde(deny_unknown_fields, default)]
+pub struct Args {
+    /// Directory to serve (default: the current directory).
+    pub root: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// Read options from a TOML file (keys: the long option names in snake_case); the
+    /// command line wins.
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Concurrency architecture: sped, amped, mt, pool, mp, uring [default: amped].
+    #[arg(long)]
+    pub arch: Option<String>,
+    /// AMPED helper threads doing the blocking disk work [default: 4].
+    #[arg(long, value_name = "N")]
+    pub helpers: Option<usize>,
+    /// Worker threads of the `pool` architecture [default: 16].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Worker processes of the `mp` architecture [default: 4].
+    #[arg(long, value_name = "N")]
+    pub processes: Option<usize>,
+    /// Independent event loops on one port (SO_REUSEPORT), for sped/amped/uring [default: 1].
+    #[arg(long, value_name = "N")]
+    pub instances: Option<usize>,
+    /// Pin each event loop (or process) to its own CPU.
+    #[arg(long)]
+    pub pin: bool,
+    /// Turn off the pathname-translation cache (Flash §5.2).
+    #[arg(long)]
+    pub no_path_cache: bool,
+    /// Turn off the response-header cache (Flash §5.3).
+    #[arg(long)]
+    pub no_header_cache: bool,
+    /// Turn off the file cache of open descriptors and small bodies (Flash §5.4).
+    #[arg(long)]
+    pub no_file_cache: bool,
+    /// Send bodies with read+write instead of sendfile.
+    #[arg(long)]
+    pub no_zero_copy: bool,
+    /// Skip the page-cache residency test (Flash §5.7): the event loop may then block on disk.
+    #[arg(long)]
+    pub no_residency_test: bool,
+    /// Pathname-cache capacity in entries [default: 6000].
+    #[arg(long, value_name = "N")]
+    pub path_cache_entries: Option<usize>,
+    /// File-cache capacity in open descriptors [default: 4096].
+    #[arg(long, value_name = "N")]
+    pub file_cache_entries: Option<usize>,
+    /// File-cache budget for bodies kept in memory, in bytes [default: 32 MiB].
+    #[arg(long, value_name = "BYTES")]
+    pub file_cache_bytes: Option<u64>,
+    /// Files up to this size are kept in memory and sent with the header in one writev
+    /// [default: 16384].
+    #[arg(long, value_name = "BYTES")]
+    pub small_file_bytes: Option<u64>,
+    /// Seconds a client may take to send a request head [default: 10].
+    #[arg(long, value_name = "SECS")]
+    pub header_timeout: Option<f64>,
+    /// Seconds an idle keep-alive connection is kept [default: 15].
+    #[arg(long, value_name = "SECS")]
+    pub keepalive_timeout: Option<f64>,
+    /// Seconds a response may make no progress before the connection is dropped [default: 30].
+    #[arg(long, value_name = "SECS")]
+    pub send_timeout: Option<f64>,
+    /// Seconds graceful shutdown waits for responses in flight [default: 10].
+    #[arg(long, value_name = "SECS")]
+    pub shutdown_timeout: Option<f64>,
+    /// Maximum simultaneous connections (per event loop / process) [default: 10000].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Largest request head in bytes (431 beyond) [default: 8192].
+    #[arg(long, value_name = "N")]
+    pub max_head_bytes: Option<usize>,
+    /// Longest request line in bytes (414 beyond) [default: 4096].
+    #[arg(long, value_name = "N")]
+    pub max_uri_bytes: Option<usize>,
+    /// Largest request body read and discarded on GET/HEAD (413 beyond) [default: 65536].
+    #[arg(long, value_name = "N")]
+    pub max_discard_body: Option<u64>,
+    /// Access log in Combined Log Format: a file path, `-` for stdout, or `off` [default: off].
+    #[arg(long, value_name = "PATH|-|off")]
+    pub access_log: Option<String>,
+    /// Serve files and directories whose names start with a dot.
+    #[arg(long)]
+    pub dotfiles: bool,
+    /// Follow symlinks that lead outside ROOT (refused by default).
+    #[arg(long)]
+    pub follow_outside_symlinks: bool,
+    /// Answer directories without index.html with an HTML listing.
+    #[arg(long)]
+    pub listing: bool,
+    /// URL path that answers with the server's counters as JSON (off by default).
+    #[arg(long, value_name = "URLPATH")]
+    pub stats_path: Option<String>,
+    /// Internal: run as an `mp` worker process serving an inherited listener.
+    #[arg(long, hide = true)]
+    #[serde(skip)]
+    pub worker_fd: Option<i32>,
+}
+
+impl Args {
+    /// Fills every option the command line left unset from `file` (the command line wins).
+    pub fn merge_file(mut self, file: Args) -> Args {
+        macro_rules! take {
+            ($($f:ident),*) => { $( if self.$f.is_none() { self.$f = file.$f; } )* };
+        }
+        macro_rules! flag {
+            ($($f:ident),*) => { $( self.$f |= file.$f; )* };
+        }
+        take!(root, listen, arch, helpers, threads, processes, instances, path_cache_entries,
+            file_cache_entries, file_cache_bytes, small_file_bytes, header_timeout,
+            keepalive_timeout, send_timeout, shutdown_timeout, max_connections, max_head_bytes,
+            max_uri_bytes, max_discard_body, access_log, stats_path);
+        flag!(pin, no_path_cache, no_header_cache, no_file_cache, no_zero_copy,
+            no_residency_test, dotfiles, follow_outside_symlinks, listing);
+        self
+    }
+}

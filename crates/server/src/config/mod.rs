@@ -1,0 +1,319 @@
+//! Configuration: command line and TOML file merged, validated and resolved in one step into
+//! a [`Config`] the rest of the server reads and never second-guesses.
+
+pub mod cli;
+
+use amped_http::Limits;
+use std::fmt;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use cli::Args;
+
+/// The concurrency architectures. Each drives the same request pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    /// One event loop; blocking disk work runs inline (Flash-SPED).
+    Sped,
+    /// One event loop plus helper threads for every operation that may block on disk.
+    Amped,
+    /// A thread per connection (Flash-MT).
+    Mt,
+    /// A fixed pool of threads taking connections from a bounded queue.
+    Pool,
+    /// Worker processes sharing the listening socket (Flash-MP, Apache prefork).
+    Mp,
+    /// An io_uring event loop.
+    Uring,
+}
+
+impl Arch {
+    /// All architectures, in the order the docs list them.
+    pub const ALL: [Arch; 6] = [Arch::Sped, Arch::Amped, Arch::Mt, Arch::Pool, Arch::Mp, Arch::Uring];
+
+    /// The `--arch` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Sped => "sped",
+            Arch::Amped => "amped",
+            Arch::Mt => "mt",
+            Arch::Pool => "pool",
+            Arch::Mp => "mp",
+            Arch::Uring => "uring",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Arch> {
+        Arch::ALL.into_iter().find(|a| a.name() == s)
+    }
+
+    /// Whether this is an event-loop architecture (where `--instances` applies).
+    pub fn is_event_driven(self) -> bool {
+        matches!(self, Arch::Sped | Arch::Amped | Arch::Uring)
+    }
+}
+
+/// Where the access log goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AccessLog {
+    /// No access log.
+    Off,
+    /// Standard output.
+    Stdout,
+    /// Appended to a file.
+    File(PathBuf),
+}
+
+/// Which of Flash's optimizations are on (each can be switched off to measure its impact).
+#[derive(Clone, Copy, Debug)]
+pub struct Optimizations {
+    /// Pathname-translation cache.
+    pub path_cache: bool,
+    /// Response-header cache.
+    pub header_cache: bool,
+    /// File cache (open descriptors, small bodies in memory).
+    pub file_cache: bool,
+    /// sendfile for bodies (otherwise read + write).
+    pub zero_copy: bool,
+    /// Page-cache residency test before sending file data from an event loop.
+    pub residency_test: bool,
+}
+
+/// The resolved, validated configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Canonical document root.
+    pub root: PathBuf,
+    /// Listening address.
+    pub listen: SocketAddr,
+    /// Concurrency architecture.
+    pub arch: Arch,
+    /// AMPED helper threads.
+    pub helpers: usize,
+    /// Pool threads.
+    pub threads: usize,
+    /// MP worker processes.
+    pub processes: usize,
+    /// Event-loop instances on one port.
+    pub instances: usize,
+    /// Pin loops/processes to CPUs.
+    pub pin: bool,
+    /// Optimization switches.
+    pub opt: Optimizations,
+    /// Path-cache capacity (entries).
+    pub path_cache_entries: usize,
+    /// File-cache capacity (open descriptors).
+    pub file_cache_entries: usize,
+    /// File-cache budget for in-memory bodies (bytes).
+    pub file_cache_bytes: u64,
+    /// Largest file kept in memory.
+    pub small_file_bytes: u64,
+    /// Staleness bound of every cache: metadata older than this is revalidated.
+    pub revalidate_after: Duration,
+    /// Time allowed to receive a request head.
+    pub header_timeout: Duration,
+    /// Idle keep-alive time.
+    pub keepalive_timeout: Duration,
+    /// Time a response may make no progress.
+    pub send_timeout: Duration,
+    /// Graceful-shutdown deadline.
+    pub shutdown_timeout: Duration,
+    /// Connection cap (per loop/process).
+    pub max_connections: usize,
+    /// Request-head limits.
+    pub limits: Limits,
+    /// Largest request body discarded on GET/HEAD.
+    pub max_discard_body: u64,
+    /// Access-log destination.
+    pub access_log: AccessLog,
+    /// Serve dotfiles.
+    pub dotfiles: bool,
+    /// Follow symlinks leading outside the root.
+    pub follow_outside_symlinks: bool,
+    /// Directory listings.
+    pub listing: bool,
+    /// URL path of the stats endpoint.
+    pub stats_path: Option<String>,
+    /// Inherited listener descriptor (mp worker processes).
+    pub worker_fd: Option<i32>,
+}
+
+/// A configuration error: one line for the user.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
+    Err(ConfigError(msg.into()))
+}
+
+impl Config {
+    /// Reads the TOML file named by `--config` (if any), merges it under the command line and
+    /// resolves the result.
+    pub fn load(args: Args) -> Result<Config, ConfigError> {
+        let args = match &args.config {
+            None => args,
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .or_else(|e| err(format!("cannot read config file {}: {e}", path.display())))?;
+                let file: Args = toml::from_str(&text).or_else(|e| {
+                    let msg = e.message().to_string();
+                    err(format!("invalid config file {}: {msg}", path.display()))
+                })?;
+                args.merge_file(file)
+            }
+        };
+        Config::resolve(args)
+    }
+
+    /// Validates and resolves merged arguments.
+    pub fn resolve(a: Args) -> Result<Config, ConfigError> {
+        let root_arg = a.root.clone().unwrap_or_else(|| PathBuf::from("."));
+        let root = std::fs::canonicalize(&root_arg)
+            .or_else(|e| err(format!("cannot serve {}: {e}", root_arg.display())))?;
+        if !root.is_dir() {
+            return err(format!("cannot serve {}: not a directory", root_arg.display()));
+        }
+        let listen_s = a.listen.as_deref().unwrap_or("127.0.0.1:8080");
+        let listen = listen_s
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut it| it.next())
+            .map_or_else(|| err(format!("invalid --listen address '{listen_s}' (want ADDR:PORT)")), Ok)?;
+        let arch_s = a.arch.as_deref().unwrap_or("amped");
+        let Some(arch) = Arch::parse(arch_s) else {
+            return err(format!("unknown --arch '{arch_s}' (choose sped, amped, mt, pool, mp or uring)"));
+        };
+        let instances = positive("instances", a.instances.unwrap_or(1))?;
+        if instances > 1 && !arch.is_event_driven() {
+            return err(format!("--instances applies to sped, amped and uring, not {}", arch.name()));
+        }
+        let limits = Limits {
+            max_head_bytes: at_least("max-head-bytes", a.max_head_bytes.unwrap_or(8192), 256)?,
+            max_uri_bytes: at_least("max-uri-bytes", a.max_uri_bytes.unwrap_or(4096), 16)?,
+            ..Limits::default()
+        };
+        let access_log = match a.access_log.as_deref() {
+            None | Some("off") => AccessLog::Off,
+            Some("-") => AccessLog::Stdout,
+            Some("") => return err("--access-log needs a path, '-' or 'off'"),
+            Some(p) => AccessLog::File(PathBuf::from(p)),
+        };
+        let stats_path = match a.stats_path {
+            Some(p) if !p.starts_with('/') => return err(format!("--stats-path '{p}' must start with '/'")),
+            other => other,
+        };
+        Ok(Config {
+            root,
+            listen,
+            arch,
+            helpers: positive("helpers", a.helpers.unwrap_or(4))?,
+            threads: positive("threads", a.threads.unwrap_or(16))?,
+            processes: positive("processes", a.processes.unwrap_or(4))?,
+            instances,
+            pin: a.pin,
+            opt: Optimizations {
+                path_cache: !a.no_path_cache,
+                header_cache: !a.no_header_cache,
+                file_cache: !a.no_file_cache,
+                zero_copy: !a.no_zero_copy,
+                residency_test: !a.no_residency_test,
+            },
+            path_cache_entries: positive("path-cache-entries", a.path_cache_entries.unwrap_or(6000))?,
+            file_cache_entries: positive("file-cache-entries", a.file_cache_entries.unwrap_or(4096))?,
+            file_cache_bytes: a.file_cache_bytes.unwrap_or(32 << 20),
+            small_file_bytes: a.small_file_bytes.unwrap_or(16384),
+            revalidate_after: Duration::from_secs(1),
+            header_timeout: seconds("header-timeout", a.header_timeout.unwrap_or(10.0))?,
+            keepalive_timeout: seconds("keepalive-timeout", a.keepalive_timeout.unwrap_or(15.0))?,
+            send_timeout: seconds("send-timeout", a.send_timeout.unwrap_or(30.0))?,
+            shutdown_timeout: seconds("shutdown-timeout", a.shutdown_timeout.unwrap_or(10.0))?,
+            max_connections: positive("max-connections", a.max_connections.unwrap_or(10_000))?,
+            limits,
+            max_discard_body: a.max_discard_body.unwrap_or(65536),
+            access_log,
+            dotfiles: a.dotfiles,
+            follow_outside_symlinks: a.follow_outside_symlinks,
+            listing: a.listing,
+            stats_path,
+            worker_fd: a.worker_fd,
+        })
+    }
+}
+
+fn positive(name: &str, v: usize) -> Result<usize, ConfigError> {
+    at_least(name, v, 1)
+}
+
+fn at_least(name: &str, v: usize, min: usize) -> Result<usize, ConfigError> {
+    if v < min { err(format!("--{name} must be at least {min}")) } else { Ok(v) }
+}
+
+fn seconds(name: &str, v: f64) -> Result<Duration, ConfigError> {
+    if !(v.is_finite() && v > 0.0 && v < 1e7) {
+        return err(format!("--{name} must be a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(argv: &[&str]) -> Result<Config, ConfigError> {
+        let mut full = vec!["amped"];
+        full.extend_from_slice(argv);
+        Config::load(Args::try_parse_from(full).expect("clap accepts"))
+    }
+
+    #[test]
+    fn defaults_are_the_documented_ones() {
+        let c = parse(&["."]).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(c.arch, Arch::Amped);
+        assert_eq!(c.helpers, 4);
+        assert!(c.opt.path_cache && c.opt.header_cache && c.opt.file_cache && c.opt.zero_copy);
+        assert_eq!(c.access_log, AccessLog::Off);
+    }
+
+    #[test]
+    fn bad_values_give_one_line_errors() {
+        for (argv, needle) in [
+            (vec!["--arch", "fork"], "unknown --arch"),
+            (vec!["--listen", "nonsense"], "invalid --listen"),
+            (vec!["--helpers", "0"], "--helpers must be at least 1"),
+            (vec!["--header-timeout=-1"], "--header-timeout"),
+            (vec!["/definitely/not/here"], "cannot serve"),
+            (vec!["--arch", "mt", "--instances", "2"], "--instances applies"),
+            (vec!["--stats-path", "stats"], "must start with '/'"),
+        ] {
+            let e = parse(&argv).unwrap_err().to_string();
+            assert!(e.contains(needle), "{argv:?}: {e}");
+            assert!(!e.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn config_file_fills_gaps_and_command_line_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("amped.toml");
+        std::fs::write(&file, "arch = \"sped\"\nhelpers = 7\nheader_timeout = 1.5\nno_path_cache = true\n").unwrap();
+        let c = parse(&["--config", file.to_str().unwrap(), "--helpers", "2"]).unwrap();
+        assert_eq!(c.arch, Arch::Sped);
+        assert_eq!(c.helpers, 2);
+        assert_eq!(c.header_timeout, Duration::from_millis(1500));
+        assert!(!c.opt.path_cache);
+        std::fs::write(&file, "bogus_key = 1\n").unwrap();
+        let e = parse(&["--config", file.to_str().unwrap()]).unwrap_err().to_string();
+        assert!(e.contains("invalid config file"), "{e}");
+    }
+}

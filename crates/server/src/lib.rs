@@ -1,0 +1,19 @@
+//! amped: a Flash-style static web server.
+//!
+//! The request's path through the code (see docs/ARCHITECTURE.md):
+//! [`arch`] accepts and reads → [`pipeline`] parses, translates the path, consults the
+//! [`cache`]s and builds a response (or hands out a blocking [`pipeline::Job`]) →
+//! [`transmit`] sends it (residency test, sendfile) → [`access_log`].
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod access_log;
+pub mod arch;
+pub mod cache;
+pub mod config;
+pub mod pipeline;
+pub mod stats;
+pub mod transmit;
+
+/// The `Server` header value.
+pub const SERVER_NAME: &str = "amped";

@@ -1,0 +1,51 @@
+//! Per-connection protocol state: the bytes received but not yet consumed, a request body
+//! still being discarded, the request parked on a job, and whether the connection must close
+//! after its current response. Owned by whichever architecture serves the connection.
+
+use super::Request;
+use std::net::SocketAddr;
+
+/// Protocol state of one connection.
+#[derive(Debug)]
+pub struct ConnState {
+    /// Received, not yet consumed bytes (the start of the next request head).
+    pub inbuf: Vec<u8>,
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// Request-body bytes still to be read and thrown away.
+    pub(super) discard: u64,
+    /// The request waiting for a job's result.
+    pub(super) pending: Option<Request>,
+    /// No further request is read on this connection.
+    pub(super) closing: bool,
+    /// Responses produced so far.
+    pub(super) served: u64,
+}
+
+impl ConnState {
+    /// State of a freshly accepted connection.
+    pub fn new(peer: SocketAddr) -> Self {
+        ConnState { inbuf: Vec::new(), peer, discard: 0, pending: None, closing: false, served: 0 }
+    }
+
+    /// True between requests of a keep-alive connection (the idle timeout applies); false on
+    /// a fresh connection or while a request is arriving (the header timeout applies).
+    pub fn is_idle(&self) -> bool {
+        self.served > 0 && self.inbuf.is_empty() && self.discard == 0
+    }
+
+    /// True when bytes of an unfinished request have arrived.
+    pub fn has_partial_request(&self) -> bool {
+        !self.inbuf.is_empty()
+    }
+
+    /// Appends received bytes.
+    pub fn received(&mut self, bytes: &[u8]) {
+        self.inbuf.extend_from_slice(bytes);
+    }
+
+    /// How many more bytes the pipeline may want before it decides (a read-size hint).
+    pub fn read_hint(&self, max_head: usize) -> usize {
+        if self.discard > 0 { self.discard.min(64 << 10) as usize } else { max_head.saturating_sub(self.inbuf.len()).max(1) }
+    }
+}

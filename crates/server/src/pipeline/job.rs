@@ -1,0 +1,151 @@
+//! Jobs: the pipeline's operations that may block on the disk, packaged so that an
+//! architecture decides who runs them — the serving thread itself (SPED, MT, pool, MP), a
+//! helper thread (AMPED) or the kernel through io_uring. A job carries everything it needs and
+//! touches no cache; its result goes back to the pipeline through [`crate::pipeline::Pipeline::resume`].
+//!
+//! New Flash (§3.2 of the brief): the helper does the `open`/`stat` itself and hands the open
+//! descriptor and metadata back, so the event loop never repeats a file-system operation
+//! hoping it will now hit the cache.
+
+use super::translate::{Translation, TranslateRequest, translate};
+use crate::cache::FileEntry;
+use crate::config::Config;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A blocking operation.
+#[derive(Debug)]
+pub enum Job {
+    /// Translate `url_path` (unless the translation is already `known`) and open the file.
+    Resolve {
+        /// Normalised URL path (the path-cache key).
+        url_path: String,
+        /// Relative file-system path.
+        rel: PathBuf,
+        /// The target ended in `/`.
+        trailing_slash: bool,
+        /// A fresh translation from the path cache, if there was one.
+        known: Option<Translation>,
+    },
+    /// Bring `len` bytes of `file` at `offset` into the page cache.
+    ReadAhead {
+        /// The file.
+        file: Arc<FileEntry>,
+        /// Start of the range.
+        offset: u64,
+        /// Length of the range.
+        len: u64,
+    },
+}
+
+/// A job's result.
+#[derive(Debug)]
+pub enum JobDone {
+    /// Result of [`Job::Resolve`].
+    Resolved(Resolved),
+    /// The pages of a [`Job::ReadAhead`] were read (or the read failed; the send will tell).
+    ReadAhead,
+}
+
+/// What a resolve job found.
+#[derive(Debug)]
+pub struct Resolved {
+    /// The URL path it was asked about.
+    pub url_path: String,
+    /// The translation (freshly computed, or the known one).
+    pub translation: Translation,
+    /// True when the translation was computed now (so it may be cached).
+    pub translated_now: bool,
+    /// The opened file, for `Translation::File`.
+    pub file: Option<io::Result<FileEntry>>,
+    /// The listing page, for `Translation::Listing`.
+    pub listing: Option<Vec<u8>>,
+    /// When the file system was consulted.
+    pub at: Instant,
+}
+
+impl Job {
+    /// Runs the job, blocking as long as the disk takes.
+    pub fn run(self, cfg: &Config) -> JobDone {
+        match self {
+            Job::Resolve { url_path, rel, trailing_slash, known } => {
+                let translated_now = known.is_none();
+                let translation = known.unwrap_or_else(|| {
+                    translate(&TranslateRequest {
+                        root: &cfg.root,
+                        rel: &rel,
+                        trailing_slash,
+                        url_path: &url_path,
+                        follow_outside: cfg.follow_outside_symlinks,
+                        listing: cfg.listing,
+                    })
+                });
+                let file = match &translation {
+                    Translation::File(p) => Some(open_file(p, cfg)),
+                    _ => None,
+                };
+                let listing = match &translation {
+                    Translation::Listing(dir) => Some(super::listing::render(dir, &url_path, cfg.dotfiles)),
+                    _ => None,
+                };
+                JobDone::Resolved(Resolved { url_path, translation, translated_now, file, listing, at: Instant::now() })
+            }
+            Job::ReadAhead { file, offset, len } => {
+                read_ahead(&file.file, offset, len);
+                JobDone::ReadAhead
+            }
+        }
+    }
+}
+
+/// Opens a regular file without following it into a FIFO or device, and, when the file
+/// cache is on and the file is small, reads its body into memory.
+fn open_file(path: &Path, cfg: &Config) -> io::Result<FileEntry> {
+    // O_NONBLOCK: should the path have been swapped for a FIFO since translation, open must
+    // not wait for a writer. It has no effect on reads of regular files.
+    let file = OpenOptions::new().read(true).custom_flags(libc_o_nonblock()).open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, "not a regular file"));
+    }
+    let body = if cfg.opt.file_cache && meta.len() <= cfg.small_file_bytes {
+        read_small(&file, cfg.small_file_bytes)?
+    } else {
+        None
+    };
+    Ok(FileEntry::new(path.to_path_buf(), file, &meta, body))
+}
+
+fn libc_o_nonblock() -> i32 {
+    0o4000 // O_NONBLOCK on Linux
+}
+
+/// Reads the whole file if it still fits in `limit` bytes (it may have grown since `stat`).
+fn read_small(file: &File, limit: u64) -> io::Result<Option<Arc<[u8]>>> {
+    let mut buf = Vec::with_capacity(limit.min(1 << 16) as usize);
+    file.take(limit + 1).read_to_end(&mut buf)?;
+    Ok((buf.len() as u64 <= limit).then(|| Arc::from(buf)))
+}
+
+/// Faults the range into the page cache by reading it (the helper blocks, the loop does not).
+fn read_ahead(file: &File, offset: u64, len: u64) {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 128 << 10]);
+    }
+    SCRATCH.with(|s| {
+        let mut buf = s.borrow_mut();
+        let mut pos = offset;
+        let end = offset + len;
+        while pos < end {
+            let n = (end - pos).min(buf.len() as u64) as usize;
+            match file.read_at(&mut buf[..n], pos) {
+                Ok(0) | Err(_) => break,
+                Ok(k) => pos += k as u64,
+            }
+        }
+    });
+}

@@ -1,0 +1,54 @@
+//! Directory listings (`--listing`): an HTML page of a directory's entries, every name
+//! HTML-escaped and percent-encoded in links. Reads the directory, so it runs inside a job.
+
+use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
+use std::path::Path;
+
+const PATH_SEGMENT: &AsciiSet =
+    &CONTROLS.add(b' ').add(b'"').add(b'#').add(b'%').add(b'<').add(b'>').add(b'?').add(b'`').add(b'{').add(b'}').add(b'/').add(b'\\').add(b'\'');
+
+/// Renders the listing of `dir`, reached as `url_path` (ends in `/`).
+pub fn render(dir: &Path, url_path: &str, dotfiles: bool) -> Vec<u8> {
+    let mut names: Vec<(String, bool)> = match std::fs::read_dir(dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let is_dir = e.file_type().ok()?.is_dir();
+                Some((name, is_dir))
+            })
+            .filter(|(n, _)| dotfiles || !n.starts_with('.'))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    let title = amped_http::html_escape(url_path);
+    let mut page = format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of {title}</title></head>\n<body><h1>Index of {title}</h1>\n<ul>\n"
+    );
+    if url_path != "/" {
+        page.push_str("<li><a href=\"../\">../</a></li>\n");
+    }
+    for (name, is_dir) in names {
+        let slash = if is_dir { "/" } else { "" };
+        let href = utf8_percent_encode(&name, PATH_SEGMENT);
+        page.push_str(&format!("<li><a href=\"{href}{slash}\">{}{slash}</a></li>\n", amped_http::html_escape(&name)));
+    }
+    page.push_str("</ul></body></html>\n");
+    page.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_are_escaped_and_encoded() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("<b>&x y.txt"), "").unwrap();
+        std::fs::write(d.path().join(".hidden"), "").unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        let page = String::from_utf8(super::render(d.path(), "/d/", false)).unwrap();
+        assert!(page.contains("<a href=\"%3Cb%3E&x%20y.txt\">&lt;b&gt;&amp;x y.txt</a>"), "{page}");
+        assert!(page.contains("<a href=\"sub/\">sub/</a>"));
+        assert!(!page.contains("hidden"));
+    }
+}

@@ -1,0 +1,313 @@
+//! The shared request pipeline: parse → translate path → caches → respond.
+//!
+//! Every architecture drives the same [`Pipeline`]. It never blocks by itself: given a
+//! connection's state it returns a [`Step`] — a response to send, a [`Job`] that may block on
+//! the disk (the architecture decides who runs it: inline, a helper, io_uring), a request for
+//! more bytes, or "close". After a job, [`Pipeline::resume`] continues where it stopped.
+//! This is the seam that lets the architectures be compared on their concurrency model alone,
+//! as the Flash paper compared Flash, Flash-SPED, Flash-MT and Flash-MP built from one code base.
+
+pub mod conn;
+pub mod job;
+pub mod listing;
+mod respond;
+pub mod translate;
+
+use crate::access_log::AccessLogger;
+use crate::cache::{Caches, FileEntry, FileLookup, lock};
+use crate::config::Config;
+use crate::stats::{Stats, bump};
+use amped_http::{Method, RequestHead, StatusCode, TargetPath, Version};
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+pub use conn::ConnState;
+pub use job::{Job, JobDone, Resolved};
+use translate::Translation;
+
+/// What the architecture should do next for a connection.
+#[derive(Debug)]
+pub enum Step {
+    /// Send this response, then call [`Pipeline::next`] again (unless it says close).
+    Respond(Response),
+    /// Run this job (it may block on disk), then call [`Pipeline::resume`] with its result.
+    Block(Job),
+    /// Read more bytes from the client, then call [`Pipeline::next`] again.
+    NeedMore,
+    /// Close the connection.
+    Close,
+}
+
+/// A response: an encoded head and a body to transmit after it.
+#[derive(Debug)]
+pub struct Response {
+    /// Status line and header fields, CRLF-terminated.
+    pub head: Vec<u8>,
+    /// The body.
+    pub body: Body,
+    /// Close the connection once this response is sent.
+    pub close: bool,
+    /// Status code (for logs and tests).
+    pub status: u16,
+    /// Access-log record, when the access log is on.
+    pub log: Option<Box<crate::access_log::LogRecord>>,
+}
+
+/// Where a response body comes from.
+#[derive(Debug)]
+pub enum Body {
+    /// No body (HEAD, 304, empty file).
+    None,
+    /// Bytes in memory (small cached files, generated pages).
+    Memory(Arc<[u8]>, Range<usize>),
+    /// A range of an open file, sent with sendfile after a residency test.
+    File {
+        /// The open file.
+        file: Arc<FileEntry>,
+        /// First byte.
+        offset: u64,
+        /// Number of bytes.
+        len: u64,
+    },
+}
+
+impl Body {
+    /// Body length in bytes.
+    pub fn len(&self) -> u64 {
+        match self {
+            Body::None => 0,
+            Body::Memory(_, r) => r.len() as u64,
+            Body::File { len, .. } => *len,
+        }
+    }
+
+    /// True for an empty body.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A parsed request on its way through the pipeline.
+#[derive(Debug)]
+pub struct Request {
+    head: RequestHead,
+    peer: SocketAddr,
+    received: SystemTime,
+    keep_alive: bool,
+    target: Option<TargetPath>,
+}
+
+/// The request pipeline of one server instance: configuration, caches, counters, access log.
+pub struct Pipeline {
+    /// Resolved configuration.
+    pub cfg: Arc<Config>,
+    /// Flash's caches.
+    pub caches: Caches,
+    /// Counters.
+    pub stats: Arc<Stats>,
+    log: AccessLogger,
+}
+
+impl Pipeline {
+    /// A pipeline with empty caches.
+    pub fn new(cfg: Arc<Config>, stats: Arc<Stats>, log: AccessLogger) -> Self {
+        let caches = Caches::new(&cfg);
+        Pipeline { cfg, caches, stats, log }
+    }
+
+    /// Consumes buffered input and decides what happens next. `draining` is set during a
+    /// graceful shutdown: requests are still answered, but with `Connection: close`.
+    pub fn next(&self, c: &mut ConnState, draining: bool) -> Step {
+        if c.closing {
+            return Step::Close;
+        }
+        if c.discard > 0 {
+            let n = c.discard.min(c.inbuf.len() as u64);
+            c.inbuf.drain(..n as usize);
+            c.discard -= n;
+            if c.discard > 0 {
+                return Step::NeedMore;
+            }
+        }
+        if c.inbuf.is_empty() {
+            return if draining && c.served > 0 { Step::Close } else { Step::NeedMore };
+        }
+        match amped_http::parse_request(&c.inbuf, &self.cfg.limits) {
+            Ok(None) => Step::NeedMore,
+            Err(e) => {
+                c.closing = true;
+                c.served += 1;
+                let req = Request::unparsed(c.peer);
+                Step::Respond(self.error_with(&req, e.status(), b"", true))
+            }
+            Ok(Some(head)) => {
+                c.inbuf.drain(..head.head_len);
+                c.served += 1;
+                let keep_alive = head.keep_alive && !draining;
+                let req = Request { head, peer: c.peer, received: SystemTime::now(), keep_alive, target: None };
+                self.dispatch(c, req)
+            }
+        }
+    }
+
+    /// Continues the request that was waiting for `done`.
+    pub fn resume(&self, c: &mut ConnState, done: JobDone) -> Step {
+        let (Some(req), JobDone::Resolved(r)) = (c.pending.take(), done) else {
+            return Step::Close; // no request was waiting: an architecture bug, fail safe
+        };
+        if r.translated_now
+            && let Some(paths) = &self.caches.paths {
+                lock(paths).put(r.url_path.clone(), r.translation.clone(), r.at);
+            }
+        match (r.translation, r.file, r.listing) {
+            (Translation::File(_), Some(Ok(entry)), _) => {
+                let mut entry = Arc::new(entry);
+                if let Some(files) = &self.caches.files {
+                    entry = lock(files).put(entry, r.at);
+                }
+                Step::Respond(self.respond_file(&req, entry))
+            }
+            (Translation::File(_), Some(Err(e)), _) => {
+                let status = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                    StatusCode::FORBIDDEN
+                } else {
+                    StatusCode::NOT_FOUND
+                };
+                Step::Respond(self.error(&req, status))
+            }
+            (Translation::Listing(_), _, Some(page)) => {
+                Step::Respond(self.generated(&req, StatusCode::OK, b"", "text/html; charset=utf-8", page, false))
+            }
+            (t, _, _) => self.after_translation(c, req, t),
+        }
+    }
+
+    /// The 408 sent to a client that did not finish its request head in time.
+    pub fn timeout_response(&self, peer: SocketAddr) -> Response {
+        self.error_with(&Request::unparsed(peer), StatusCode::REQUEST_TIMEOUT, b"", true)
+    }
+
+    /// Called by the architecture when a response has been sent (or abandoned after
+    /// `body_sent` bytes): writes the access-log line.
+    pub fn complete(&self, resp: &Response, body_sent: u64) {
+        if let Some(rec) = &resp.log {
+            self.log.log(rec, body_sent);
+        }
+    }
+
+    fn dispatch(&self, c: &mut ConnState, mut req: Request) -> Step {
+        let h = &req.head;
+        if h.chunked {
+            c.closing = true;
+            return Step::Respond(self.error_with(&req, StatusCode::BAD_REQUEST, b"", true));
+        }
+        if let Some(n) = h.content_length {
+            if n > self.cfg.max_discard_body {
+                c.closing = true;
+                return Step::Respond(self.error_with(&req, StatusCode::PAYLOAD_TOO_LARGE, b"", true));
+            }
+            c.discard = n;
+            let now = n.min(c.inbuf.len() as u64);
+            c.inbuf.drain(..now as usize);
+            c.discard -= now;
+        }
+        match h.method {
+            Method::Get | Method::Head => {}
+            Method::Unknown => return Step::Respond(self.error(&req, StatusCode::NOT_IMPLEMENTED)),
+            _ => {
+                return Step::Respond(self.error_with(&req, StatusCode::METHOD_NOT_ALLOWED, b"Allow: GET, HEAD\r\n", false));
+            }
+        }
+        if let Some(sp) = &self.cfg.stats_path
+            && h.target.split('?').next() == Some(sp.as_str()) {
+                let json = self.stats.to_json().into_bytes();
+                return Step::Respond(self.generated(&req, StatusCode::OK, b"Cache-Control: no-store\r\n", "application/json", json, false));
+            }
+        let target = match amped_http::normalize_target(&h.target) {
+            Ok(t) => t,
+            Err(_) => return Step::Respond(self.error(&req, StatusCode::BAD_REQUEST)),
+        };
+        if !self.cfg.dotfiles && target.has_dot_segment() {
+            return Step::Respond(self.error(&req, StatusCode::NOT_FOUND));
+        }
+        let url_path = target.to_url_path();
+        let cached = self.caches.paths.as_ref().and_then(|p| lock(p).get(&url_path, Instant::now()));
+        req.target = Some(target);
+        match cached {
+            Some(t) => {
+                bump(&self.stats.path_cache_hits);
+                self.after_translation(c, req, t)
+            }
+            None => {
+                if self.caches.paths.is_some() {
+                    bump(&self.stats.path_cache_misses);
+                }
+                self.park(c, req, url_path, None)
+            }
+        }
+    }
+
+    fn after_translation(&self, c: &mut ConnState, req: Request, t: Translation) -> Step {
+        match t {
+            Translation::File(ref path) => {
+                if let Some(files) = &self.caches.files {
+                    if let FileLookup::Fresh(entry) = lock(files).get(path, Instant::now()) {
+                        bump(&self.stats.file_cache_hits);
+                        return Step::Respond(self.respond_file(&req, entry));
+                    }
+                    bump(&self.stats.file_cache_misses);
+                }
+                let url_path = req.target.as_ref().map(|t| t.to_url_path()).unwrap_or_default();
+                self.park(c, req, url_path, Some(t))
+            }
+            Translation::Listing(_) => {
+                let url_path = req.target.as_ref().map(|t| t.to_url_path()).unwrap_or_default();
+                self.park(c, req, url_path, Some(t))
+            }
+            Translation::Redirect(location) => {
+                let extra = format!("Location: {location}\r\n");
+                Step::Respond(self.error_with(&req, StatusCode::MOVED_PERMANENTLY, extra.as_bytes(), false))
+            }
+            Translation::NotFound => Step::Respond(self.error(&req, StatusCode::NOT_FOUND)),
+            Translation::Forbidden => Step::Respond(self.error(&req, StatusCode::FORBIDDEN)),
+        }
+    }
+
+    fn park(&self, c: &mut ConnState, req: Request, url_path: String, known: Option<Translation>) -> Step {
+        let target = req.target.as_ref().expect("parked requests have a target");
+        let job = Job::Resolve { url_path, rel: target.to_rel_path(), trailing_slash: target.trailing_slash, known };
+        c.pending = Some(req);
+        Step::Block(job)
+    }
+
+    /// Runs a job on the calling thread (blocking).
+    pub fn run_job(&self, job: Job) -> JobDone {
+        job.run(&self.cfg)
+    }
+}
+
+impl Request {
+    /// A stand-in for a request that could not be parsed (for error responses and logs).
+    fn unparsed(peer: SocketAddr) -> Request {
+        let head = RequestHead {
+            method: Method::Unknown,
+            method_raw: "-".into(),
+            target: "-".into(),
+            version: Version::Http11,
+            head_len: 0,
+            host: None,
+            keep_alive: false,
+            content_length: None,
+            chunked: false,
+            if_none_match: None,
+            if_modified_since: None,
+            range: None,
+            if_range: None,
+            user_agent: None,
+            referer: None,
+        };
+        Request { head, peer, received: SystemTime::now(), keep_alive: false, target: None }
+    }
+}
