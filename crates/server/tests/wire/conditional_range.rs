@@ -116,11 +116,16 @@ arch_tests! {
     fn unsatisfiable_416(arch) {
         let s = Server::start(arch, &[], fill);
         let len = DIGITS.len();
-        for spec in [format!("{len}-"), "100-200".to_string(), format!("{len}-{}", len + 5)] {
+        for spec in [format!("{len}-"), "100-200".to_string(), format!("{len}-{}", len + 5), "-0".to_string()] {
             let r = get_with(&s, "/d.txt", &format!("Range: bytes={spec}\r\n"));
             assert_eq!(r.status, 416, "bytes={spec}: {r:?}");
             assert_eq!(r.must("content-range"), format!("bytes */{len}"));
         }
+        // the connection stays usable after a 416
+        let mut c = s.conn();
+        c.send(req("GET", "/d.txt", "Range: bytes=50-\r\n") + &req("GET", "/d.txt", ""));
+        c.response().assert_status(416);
+        assert_eq!(c.response().assert_status(200).body, DIGITS.as_bytes());
     }
 
     /// Multiple ranges: 200 with the whole body; ranges in an unknown unit: ignored.

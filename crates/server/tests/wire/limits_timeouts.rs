@@ -124,6 +124,18 @@ arch_tests! {
         assert!(!contains(c.pending(), b"AAAA"), "slowloris got served");
     }
 
+    /// On a keep-alive connection, a second head that stops half-way is cut off by the header
+    /// timeout, not left to the (longer) keep-alive timeout.
+    fn header_timeout_on_second_request(arch) {
+        let s = Server::start(arch, &["--header-timeout", "1", "--keepalive-timeout", "30"], fill);
+        let mut c = s.conn();
+        c.send(req("GET", "/a.txt", ""));
+        assert_eq!(c.response().assert_status(200).body, b"AAAA");
+        let start = Instant::now();
+        c.send("GET /a.txt HTTP/1.1\r\nHo");
+        assert_closed_between(&mut c, start, Duration::from_millis(800), Duration::from_secs(4));
+    }
+
     /// The header timeout does not cut off a client that sends its head promptly.
     fn header_timeout_not_premature(arch) {
         let s = Server::start(arch, &["--header-timeout", "1"], fill);

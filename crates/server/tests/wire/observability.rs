@@ -148,6 +148,16 @@ arch_tests! {
         for key in ["path_cache_hits", "header_cache_hits", "file_cache_hits"] {
             assert!(counter(&after, key) >= 1, "{key} after 3 GETs of one file: {after}");
         }
+        // closed connections are no longer counted as open (only the stats request's own)
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let now = stats(s.addr, STATS);
+            if counter(&now, "connections_open") == 1 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "connections_open stays above 1: {now}");
+            thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// With the caches switched off, the stats show no cache hits.

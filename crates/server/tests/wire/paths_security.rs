@@ -220,4 +220,40 @@ arch_tests! {
         assert_eq!(s.get("/.git/config").assert_status(200).body, b"[core]");
         assert_eq!(s.get("/sub/.hidden").assert_status(200).body, b"hidden");
     }
+
+    /// Odd names: a file with a trailing slash, an over-long segment, a symlink loop, a name
+    /// with a NUL: 4xx, never a crash.
+    fn odd_paths_4xx(arch) {
+        let mut s = Server::start(arch, &[], |root| {
+            fill_tree(root);
+            symlink("loop", root.join("loop")).unwrap();
+            symlink("b-loop", root.join("a-loop")).unwrap();
+            symlink("a-loop", root.join("b-loop")).unwrap();
+        });
+        let long = format!("/{}", "n".repeat(300));
+        for target in ["/hello.txt/", "/hello.txt/x", "/loop", "/a-loop", "/loop/x", long.as_str(), "/sub/%00"] {
+            let r = s.get(target);
+            assert!((400..500).contains(&r.status), "{target}: {r:?}");
+        }
+        s.assert_alive();
+        assert_eq!(s.get("/hello.txt").assert_status(200).body, b"hello");
+    }
+
+    /// A FIFO in the root is not served and does not block the server (opening it for reading
+    /// would block forever).
+    fn fifo_does_not_block(arch) {
+        let s = Server::start(arch, &[], |root| {
+            fill_tree(root);
+            let ok = std::process::Command::new("mkfifo").arg(root.join("pipe")).status().unwrap();
+            assert!(ok.success(), "mkfifo failed");
+        });
+        let mut c = s.conn();
+        c.send(get_req("/pipe"));
+        // Meanwhile another client is served promptly.
+        let start = std::time::Instant::now();
+        assert_eq!(s.get("/hello.txt").assert_status(200).body, b"hello");
+        assert!(start.elapsed() < std::time::Duration::from_secs(2), "server blocked on a FIFO");
+        let r = c.response();
+        assert!(matches!(r.status, 403 | 404), "FIFO: {r:?}");
+    }
 }

@@ -215,6 +215,9 @@ arch_tests! {
         let r = request_once(s.addr, b"GET /hello.txt HTTP/1.1\r\nConnection: close\r\n\r\n");
         r.assert_status(400);
         assert!(!contains(&r.body, HELLO.as_bytes()));
+        // RFC 9110 §7.2: more than one Host is a 400 too
+        let r = request_once(s.addr, b"GET /hello.txt HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n");
+        r.assert_status(400);
     }
 
     /// A malformed request line: 400 and close.
@@ -344,6 +347,9 @@ arch_tests! {
             "Content-Length: -1\r\n",
             "Content-Length: +4\r\n",
             "Content-Length: 4, 4\r\n",
+            "Content-Length : 4\r\n", // RFC 9112 §5.1: whitespace before the colon
+            "Transfer-Encoding: identity\r\n",
+            "transfer-encoding: CHUNKED\r\n",
         ];
         for case in cases {
             let mut c = s.conn();
@@ -353,5 +359,78 @@ arch_tests! {
             c.assert_closed(Duration::from_secs(3));
             assert!(!contains(c.pending(), b"BBBBBBBB"), "{case:?}: answered the next request");
         }
+    }
+
+    /// Requests split across many small writes (mid-line, mid-CRLF, mid-body) are assembled.
+    fn request_split_across_writes(arch) {
+        let s = Server::start(arch, &[], fill_basic);
+        let mut c = s.conn();
+        c.stream.set_nodelay(true).unwrap();
+        let all = req("GET", "/a.txt", "Content-Length: 5\r\n") + "hello" + &req("GET", "/b.txt", "") + &req("HEAD", "/c.txt", "");
+        for chunk in all.as_bytes().chunks(3) {
+            c.send(chunk);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(c.response().assert_status(200).body, b"AAAA");
+        assert_eq!(c.response().assert_status(200).body, b"BBBBBBBB");
+        assert_eq!(c.head_response().assert_status(200).content_length(), 12);
+        c.assert_silent_for(Duration::from_millis(300));
+    }
+
+    /// A client that half-closes after its request still gets the whole response.
+    fn half_close_still_answered(arch) {
+        let s = Server::start(arch, &[], |root| {
+            fill_basic(root);
+            write(root, "mid.bin", pseudo_random(300_000, 1));
+        });
+        let mut c = s.conn();
+        c.send(req("GET", "/mid.bin", ""));
+        c.stream.shutdown(std::net::Shutdown::Write).unwrap();
+        let r = c.response();
+        assert!(r.assert_status(200).body == pseudo_random(300_000, 1), "body differs");
+        c.assert_closed(Duration::from_secs(3));
+    }
+
+    /// 2000 pipelined requests written while the client reads concurrently: the server applies
+    /// back-pressure instead of losing or reordering responses.
+    fn pipelined_flood(arch) {
+        let s = Server::start(arch, &[], |root| write(root, "ten.bin", pseudo_random(10_000, 2)));
+        let mut c = s.conn();
+        let mut writer = c.stream.try_clone().unwrap();
+        let n = 2000;
+        let t = std::thread::spawn(move || {
+            let one = req("GET", "/ten.bin", "");
+            for _ in 0..n / 100 {
+                std::io::Write::write_all(&mut writer, one.repeat(100).as_bytes()).unwrap();
+            }
+        });
+        let expect = pseudo_random(10_000, 2);
+        for i in 0..n {
+            let r = c.response();
+            assert!(r.status == 200 && r.body == expect, "response {i} wrong");
+        }
+        t.join().unwrap();
+    }
+
+    /// An empty file: 200 with Content-Length 0; any range of it is unsatisfiable.
+    fn empty_file(arch) {
+        let s = Server::start(arch, &[], |root| write(root, "empty.txt", ""));
+        let mut c = s.conn();
+        c.send(req("GET", "/empty.txt", "") + &req("GET", "/empty.txt", "Range: bytes=0-\r\n"));
+        let r = c.response();
+        r.assert_status(200);
+        assert_eq!(r.content_length(), 0);
+        let r = c.response();
+        r.assert_status(416);
+        assert_eq!(r.must("content-range"), "bytes */0");
+    }
+
+    /// HEAD of a missing file: 404 without a body; the connection stays in sync.
+    fn head_404_no_body(arch) {
+        let s = Server::start(arch, &[], fill_basic);
+        let mut c = s.conn();
+        c.send(req("HEAD", "/missing.txt", "") + &req("GET", "/a.txt", ""));
+        c.head_response().assert_status(404);
+        assert_eq!(c.response().assert_status(200).body, b"AAAA");
     }
 }
