@@ -1,1 +1,99 @@
-fn main() {}
+//! `ampload`: a load generator that measures web servers honestly — closed loop (like wrk and
+//! ab), fixed-rate open loop with latency from the intended send time (like wrk2), sessions of
+//! K requests per connection (like httperf), URL lists, weighted traces and access logs.
+//!
+//! The pieces, in the order a run uses them: [`cli`] and [`config`] turn the command line into
+//! a checked [`config::Config`]; [`workload`] builds the request list; [`run`] starts one
+//! [`worker`] event loop per thread, which drive [`conn`]ections paced by the closed loop or
+//! the open loop's [`schedule`], checking each [`response`]; [`stats`] are merged and
+//! [`report`]ed.
+
+mod budget;
+mod chunked;
+mod cli;
+mod config;
+mod conn;
+mod progress;
+mod report;
+mod response;
+mod rlimit;
+mod rng;
+mod run;
+mod schedule;
+mod stats;
+mod target;
+mod worker;
+mod workload;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use clap::Parser;
+
+use crate::stats::ErrorKind;
+
+/// Exit status for unusable arguments or files (clap uses it too).
+const EXIT_USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let args = cli::Args::parse();
+    let config = match config::Config::from_args(args, std::io::stderr().is_terminal()) {
+        Ok(config) => config,
+        Err(e) => return fail(&e, EXIT_USAGE),
+    };
+    let workload = match workload::Workload::load(&config.source, &config.url) {
+        Ok(workload) => workload,
+        Err(e) => return fail(&e.to_string(), EXIT_USAGE),
+    };
+    if let Err(e) = rlimit::raise_nofile(config.fds_needed()) {
+        return fail(&e, 1);
+    }
+    let interrupted = Arc::new(AtomicBool::new(false));
+    if let Err(e) =
+        signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
+    {
+        return fail(&format!("cannot handle SIGINT: {e}"), 1);
+    }
+    if let Some(warmup) = config.warmup_run()
+        && let Err(e) = run::run(&warmup, &workload, &interrupted)
+    {
+        return fail(&e, 1);
+    }
+    let outcome = match run::run(&config, &workload, &interrupted) {
+        Ok(outcome) => outcome,
+        Err(e) => return fail(&e, 1),
+    };
+    let was_interrupted = interrupted.load(std::sync::atomic::Ordering::Relaxed);
+    let report =
+        report::Report::new(&config, &workload, &outcome.stats, outcome.duration, was_interrupted);
+    if config.json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.to_text());
+    }
+    if report.schedule_lag_warnings > 0 {
+        eprintln!(
+            "ampload: warning: the generator released {} requests more than 5 ms late (max {} us); \
+             use more --threads or a lower --rate",
+            report.schedule_lag_warnings, report.max_schedule_lag_us
+        );
+    }
+    if outcome.stats.requests == 0 {
+        let why = ErrorKind::ALL
+            .into_iter()
+            .find_map(|k| {
+                outcome.stats.first_error(k).map(|d| format!(": {} error: {d}", k.name()))
+            })
+            .unwrap_or_default();
+        return fail(&format!("no request got a valid response{why}"), 1);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Prints one line on stderr and returns the exit status.
+fn fail(message: &str, status: u8) -> ExitCode {
+    eprintln!("ampload: {message}");
+    ExitCode::from(status)
+}

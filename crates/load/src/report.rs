@@ -1,0 +1,222 @@
+//! The run's report: one flat JSON object for machines (`--json`, read by `amplab`; schema in
+//! `crates/load/README.md`) or a short human summary. Both come from the same [`Report`].
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::config::{Config, Mode};
+use crate::stats::{ErrorKind, Stats};
+use crate::workload::Workload;
+
+/// Failed requests by cause.
+#[derive(Debug, Serialize)]
+pub struct Errors {
+    pub connect: u64,
+    pub timeout: u64,
+    pub reset: u64,
+    pub bad_response: u64,
+}
+
+/// Latency summary in microseconds.
+#[derive(Debug, Serialize)]
+pub struct Latency {
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    pub p5: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p95: u64,
+    pub p99: u64,
+    pub p999: u64,
+}
+
+/// Everything reported about a run.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub url: String,
+    pub mode: &'static str,
+    pub threads: usize,
+    pub connections: usize,
+    pub pipeline: usize,
+    pub requests_per_conn: Option<u32>,
+    pub requests: u64,
+    pub ok: u64,
+    pub sent: u64,
+    pub bytes: u64,
+    pub body_bytes: u64,
+    pub duration_s: f64,
+    pub rps: f64,
+    pub bytes_per_s: f64,
+    pub connections_opened: u64,
+    pub conn_per_s: f64,
+    pub status: BTreeMap<String, u64>,
+    pub errors: Errors,
+    pub errors_total: u64,
+    pub first_errors: BTreeMap<&'static str, String>,
+    pub latency_us: Latency,
+    pub target_rate: Option<f64>,
+    pub achieved_rate: f64,
+    pub schedule_lag_warnings: u64,
+    pub max_schedule_lag_us: u64,
+    pub backlog_max: usize,
+    pub workload_targets: usize,
+    pub workload_skipped_lines: u64,
+    pub unreachable: bool,
+    pub interrupted: bool,
+}
+
+impl Report {
+    /// Builds the report of a run that lasted `duration`.
+    pub fn new(
+        config: &Config,
+        workload: &Workload,
+        stats: &Stats,
+        duration: Duration,
+        interrupted: bool,
+    ) -> Report {
+        let secs = duration.as_secs_f64();
+        let per_second = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let hist = stats.latency();
+        let quantile = |q: f64| if hist.is_empty() { 0 } else { hist.value_at_quantile(q) };
+        let (mean, min, max) = stats.latency_exact_us();
+        let achieved_rate = match (stats.first_send, stats.last_send) {
+            (Some(first), Some(last)) if stats.sent > 1 && last > first => {
+                (stats.sent - 1) as f64 / (last - first).as_secs_f64()
+            }
+            _ => 0.0,
+        };
+        Report {
+            url: config.url_text.clone(),
+            mode: match config.mode {
+                Mode::Closed => "closed",
+                Mode::Open { .. } => "open",
+            },
+            threads: config.threads,
+            connections: config.connections,
+            pipeline: config.pipeline,
+            requests_per_conn: config.per_conn,
+            requests: stats.requests,
+            ok: stats.ok,
+            sent: stats.sent,
+            bytes: stats.bytes,
+            body_bytes: stats.body_bytes,
+            duration_s: secs,
+            rps: per_second(stats.requests),
+            bytes_per_s: per_second(stats.bytes),
+            connections_opened: stats.connections_opened,
+            conn_per_s: per_second(stats.connections_opened),
+            status: stats.statuses().map(|(code, n)| (code.to_string(), n)).collect(),
+            errors: Errors {
+                connect: stats.errors(ErrorKind::Connect),
+                timeout: stats.errors(ErrorKind::Timeout),
+                reset: stats.errors(ErrorKind::Reset),
+                bad_response: stats.errors(ErrorKind::BadResponse),
+            },
+            errors_total: stats.total_errors(),
+            first_errors: ErrorKind::ALL
+                .into_iter()
+                .filter_map(|k| Some((k.name(), stats.first_error(k)?.to_string())))
+                .collect(),
+            latency_us: Latency {
+                mean,
+                min,
+                max,
+                p5: quantile(0.05),
+                p50: quantile(0.50),
+                p90: quantile(0.90),
+                p95: quantile(0.95),
+                p99: quantile(0.99),
+                p999: quantile(0.999),
+            },
+            target_rate: match config.mode {
+                Mode::Closed => None,
+                Mode::Open { rate } => Some(rate),
+            },
+            achieved_rate,
+            schedule_lag_warnings: stats.lag_warnings,
+            max_schedule_lag_us: stats.max_lag.as_micros() as u64,
+            backlog_max: stats.backlog_max,
+            workload_targets: workload.len(),
+            workload_skipped_lines: workload.skipped_lines,
+            unreachable: stats.unreachable,
+            interrupted,
+        }
+    }
+
+    /// The JSON form: one line.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("the report serialises")
+    }
+
+    /// The human summary.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let rate = self.target_rate.map_or(String::new(), |r| format!(" at {r} req/s"));
+        let sessions = self
+            .requests_per_conn
+            .map_or(String::new(), |k| format!(", {k} requests per connection"));
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let _ = writeln!(
+            out,
+            "{} loop{rate}, {} connection{}, {} thread{}, pipeline {}{sessions}: {}",
+            self.mode,
+            self.connections,
+            plural(self.connections),
+            self.threads,
+            plural(self.threads),
+            self.pipeline,
+            self.url
+        );
+        let _ = writeln!(out, "  duration     {:.3} s", self.duration_s);
+        let _ = writeln!(
+            out,
+            "  requests     {} ({} 2xx/3xx)   {:.1} req/s",
+            self.requests, self.ok, self.rps
+        );
+        let _ = writeln!(out, "  bytes        {}   {:.2} MB/s", self.bytes, self.bytes_per_s / 1e6);
+        let _ = writeln!(
+            out,
+            "  connections  {} opened   {:.1} conn/s",
+            self.connections_opened, self.conn_per_s
+        );
+        let statuses: Vec<String> =
+            self.status.iter().map(|(code, n)| format!("{code}: {n}")).collect();
+        let _ = writeln!(
+            out,
+            "  status       {}",
+            if statuses.is_empty() { "-".into() } else { statuses.join(", ") }
+        );
+        let e = &self.errors;
+        let _ = writeln!(
+            out,
+            "  errors       connect {}, timeout {}, reset {}, bad response {}",
+            e.connect, e.timeout, e.reset, e.bad_response
+        );
+        for (kind, detail) in &self.first_errors {
+            let _ = writeln!(out, "               first {kind}: {detail}");
+        }
+        let l = &self.latency_us;
+        let _ =
+            writeln!(out, "  latency (us) mean {:.1}, min {:.1}, max {:.1}", l.mean, l.min, l.max);
+        let _ = writeln!(
+            out,
+            "               p5 {}, p50 {}, p90 {}, p95 {}, p99 {}, p99.9 {}",
+            l.p5, l.p50, l.p90, l.p95, l.p99, l.p999
+        );
+        if let Some(target) = self.target_rate {
+            let _ = writeln!(
+                out,
+                "  schedule     target {target} req/s, achieved {:.1} req/s, {} lag warnings (max lag {} us), backlog max {}",
+                self.achieved_rate,
+                self.schedule_lag_warnings,
+                self.max_schedule_lag_us,
+                self.backlog_max
+            );
+        }
+        out
+    }
+}

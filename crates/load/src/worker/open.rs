@@ -1,0 +1,205 @@
+//! Open-loop pacing (wrk2, oha `--latency-correction`): requests are released on a fixed
+//! schedule whatever the server does, and each one's latency runs from its *due* time, so a
+//! server stall is charged to every request that should have been sent during it instead of
+//! to one (coordinated omission; see `shared/research/peers-and-methods.md` §2.1).
+//!
+//! Due requests join a backlog and go to a connection with room, most recently freed first;
+//! up to `--connections` (this thread's share) connections are opened as needed, and kept-alive
+//! pools are opened before the schedule starts. A request waiting for a free connection is the
+//! server's doing and is charged to latency; the generator's own lateness — noticing a due
+//! request more than [`LAG_WARNING`] late — is counted separately as a schedule lag warning.
+//! A timerfd wakes the loop at the next due time with nanosecond resolution (epoll_wait's
+//! timeout is in milliseconds).
+
+use std::time::{Duration, Instant};
+
+use rustix::event::epoll::{self, EventData, EventFlags};
+use rustix::fd::OwnedFd;
+use rustix::time::{self, Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
+
+use super::{TIMER_TOKEN, Worker};
+use crate::config::Config;
+use crate::conn::Quota;
+use crate::schedule::Schedule;
+use crate::stats::ErrorKind;
+use crate::workload::{CLOSE_END, KEEP_ALIVE_END};
+
+/// Releasing a request later than this after its due time counts as a schedule lag warning.
+pub const LAG_WARNING: Duration = Duration::from_millis(5);
+
+/// The open loop's per-thread state.
+pub struct OpenLoop {
+    schedule: Schedule,
+    /// One-shot timer for the next due time.
+    timer: OwnedFd,
+    /// The due time the timer is set for.
+    armed: Option<Instant>,
+    /// Connections with room (slot, generation), most recently freed last; entries may be
+    /// stale and are checked when taken.
+    available: Vec<(usize, u32)>,
+}
+
+impl OpenLoop {
+    /// Thread `index`'s schedule and timer.
+    pub fn new(
+        config: &Config,
+        epoll: &OwnedFd,
+        origin: Instant,
+        rate: f64,
+        index: usize,
+    ) -> Result<OpenLoop, String> {
+        let schedule =
+            Schedule::new(origin, rate, (index, config.threads), config.requests, config.duration);
+        let flags = TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC;
+        let timer = time::timerfd_create(TimerfdClockId::Monotonic, flags)
+            .map_err(|e| format!("timerfd_create: {e}"))?;
+        epoll::add(epoll, &timer, EventData::new_u64(TIMER_TOKEN), EventFlags::IN | EventFlags::ET)
+            .map_err(|e| format!("epoll_ctl: {e}"))?;
+        Ok(OpenLoop { schedule, timer, armed: None, available: Vec::new() })
+    }
+
+    /// The schedule has no more requests.
+    pub fn exhausted(&self) -> bool {
+        self.schedule.peek().is_none()
+    }
+
+    /// Ends the schedule early.
+    pub fn stop(&mut self) {
+        self.schedule.stop();
+    }
+
+    /// The timer expired: clear it so the next arming takes effect.
+    pub fn timer_fired(&mut self) {
+        let mut ticks = [0u8; 8];
+        let _ = rustix::io::read(&self.timer, &mut ticks);
+        self.armed = None;
+    }
+}
+
+impl Worker<'_> {
+    /// Opens the kept-alive pool before the schedule starts (sessions open on demand).
+    pub(super) fn open_pool(&mut self, now: Instant) {
+        if self.config.per_conn.is_some() {
+            return;
+        }
+        while self.active < self.limit && !self.stopping {
+            match self.open_conn(Quota::Unlimited, now) {
+                Ok(key) => self.list(key),
+                Err(detail) => return self.connect_failed(detail, 1),
+            }
+        }
+    }
+
+    /// Moves every request due by `now` into the backlog.
+    pub(super) fn release_due(&mut self, now: Instant) {
+        let Some(open) = &mut self.open else { return };
+        while let Some(due) = open.schedule.peek() {
+            if due > now {
+                break;
+            }
+            open.schedule.advance();
+            let lag = now - due;
+            if lag > LAG_WARNING {
+                self.stats.lag_warnings += 1;
+            }
+            self.stats.max_lag = self.stats.max_lag.max(lag);
+            let target = self.picker.next_target();
+            self.backlog.push_back(crate::conn::Pending { target, start: due });
+        }
+        self.stats.backlog_max = self.stats.backlog_max.max(self.backlog.len());
+    }
+
+    /// Hands backlog requests to connections with room, opening connections up to the limit.
+    pub(super) fn dispatch(&mut self, now: Instant) {
+        let depth = self.config.pipeline;
+        while !self.backlog.is_empty() {
+            let key = match self.take_available() {
+                Some(key) => key,
+                None if self.active < self.limit && !self.stats.unreachable => {
+                    let quota = self.config.per_conn.map_or(Quota::Unlimited, Quota::Limited);
+                    match self.open_conn(quota, now) {
+                        Ok(key) => key,
+                        Err(detail) => {
+                            // The request it was meant for fails with it.
+                            self.backlog.pop_front();
+                            self.connect_failed(detail, 1);
+                            continue;
+                        }
+                    }
+                }
+                None => return,
+            };
+            let conn = &mut self.conns[key];
+            while conn.has_room(depth) {
+                let Some(request) = self.backlog.pop_front() else { break };
+                let last = conn.quota == Quota::Limited(1);
+                let end = if last { CLOSE_END } else { KEEP_ALIVE_END };
+                conn.enqueue(request, self.workload.head(request.target), end, last);
+                self.stats.record_send(now);
+                self.outstanding += 1;
+            }
+            if let Err(e) = conn.flush() {
+                self.fail(key, ErrorKind::Reset, format!("send: {e}"));
+            } else if self.conns[key].has_room(depth) {
+                self.list(key);
+            }
+        }
+    }
+
+    /// After responses: offer the connection again, or retire it when its session is over.
+    pub(super) fn open_after_progress(&mut self, key: usize, now: Instant) {
+        let conn = &self.conns[key];
+        if conn.has_room(self.config.pipeline) {
+            self.list(key);
+        } else if conn.in_flight.is_empty() {
+            self.retire(key, now);
+        }
+    }
+
+    /// Sets the timer for the next due time, if it changed.
+    pub(super) fn arm_timer(&mut self, now: Instant) {
+        let Some(open) = &mut self.open else { return };
+        let next = open.schedule.peek();
+        if next == open.armed {
+            return;
+        }
+        open.armed = next;
+        let wait = next.map_or(Duration::ZERO, |t| {
+            t.saturating_duration_since(now).max(Duration::from_micros(1))
+        });
+        let zero = Timespec { tv_sec: 0, tv_nsec: 0 };
+        let value =
+            Timespec { tv_sec: wait.as_secs() as i64, tv_nsec: i64::from(wait.subsec_nanos()) };
+        let spec = Itimerspec { it_interval: zero, it_value: value };
+        // Cannot fail for a valid timerfd and a normalised value; if it did, the loop still
+        // wakes at the next scan and releases what is due (counted as lag).
+        let _ = time::timerfd_settime(&open.timer, TimerfdTimerFlags::empty(), &spec);
+    }
+
+    /// Puts a connection with room on the available list (once).
+    fn list(&mut self, key: usize) {
+        let conn = &mut self.conns[key];
+        if !conn.listed {
+            conn.listed = true;
+            if let Some(open) = &mut self.open {
+                open.available.push((key, conn.generation));
+            }
+        }
+    }
+
+    /// The most recently freed connection that still has room.
+    fn take_available(&mut self) -> Option<usize> {
+        let open = self.open.as_mut()?;
+        while let Some((key, generation)) = open.available.pop() {
+            let Some(conn) = self.conns.get_mut(key) else { continue };
+            if conn.generation != generation {
+                continue;
+            }
+            conn.listed = false;
+            if conn.has_room(self.config.pipeline) {
+                return Some(key);
+            }
+        }
+        None
+    }
+}
