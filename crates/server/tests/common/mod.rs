@@ -572,3 +572,28 @@ pub fn counter(stats: &serde_json::Value, name: &str) -> u64 {
         .and_then(serde_json::Value::as_u64)
         .unwrap_or_else(|| panic!("stats lack numeric {name:?}: {stats}"))
 }
+
+/// Format `t` as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), truncating to the second.
+pub fn http_date(t: std::time::SystemTime) -> String {
+    let secs = t.duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_secs();
+    let (days, rem) = (secs / 86400, secs % 86400);
+    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][(days % 7) as usize];
+    // civil-from-days (H. Hinnant), for days since 1970-01-01
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let mon = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        [(month - 1) as usize];
+    format!(
+        "{weekday}, {day:02} {mon} {year} {:02}:{:02}:{:02} GMT",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}

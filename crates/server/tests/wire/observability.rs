@@ -172,4 +172,20 @@ arch_tests! {
         }
         assert!(counter(&st, "requests") >= 3, "{st}");
     }
+
+    /// Quotes in logged fields are escaped: each line keeps exactly six field-delimiting quotes.
+    fn access_log_escapes_quotes(arch) {
+        let logdir = temp_dir();
+        let log = logdir.path().join("access.log");
+        let s = Server::start(arch, &["--access-log", log.to_str().unwrap()], fill);
+        let ua = "User-Agent: evil\" \"forged\r\nReferer: a\"b\r\nConnection: close\r\n";
+        request_once(s.addr, req("GET", "/a.txt", ua).as_bytes()).assert_status(200);
+        let lines = wait_lines(1, || std::fs::read_to_string(&log).unwrap_or_default().lines().map(String::from).collect());
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let line = &lines[0];
+        let b = line.as_bytes();
+        let bare = (0..b.len()).filter(|&i| b[i] == b'"' && (i == 0 || b[i - 1] != b'\\')).count();
+        assert_eq!(bare, 6, "unescaped quotes in {line:?}");
+        assert!(line.contains("evil"), "{line:?}");
+    }
 }

@@ -16,6 +16,8 @@ fn fill_tree(root: &Path) {
     write(root, "a b.txt", "space name");
     write(root, "été.txt", "utf8 name");
     write(root, "100%.txt", "percent name");
+    write(root, "q?.txt", "question mark");
+    write(root, "a+b.txt", "plus name");
     write(root, "%2e%2e/inner.txt", "literal percent dir");
     write(root, ".env", "DOTENV=1");
     write(root, ".git/config", "[core]");
@@ -46,6 +48,7 @@ arch_tests! {
         let s = Server::start(arch, &["--listing"], |root| {
             fill_tree(root);
             write(root, "noindex/<script>&x.txt", "evil name");
+            write(root, "noindex/q\"uote's.txt", "quotes");
         });
         let r = s.get("/noindex/");
         r.assert_status(200);
@@ -54,6 +57,12 @@ arch_tests! {
         assert!(body.contains("file.txt"), "{body}");
         assert!(body.contains("&lt;script&gt;&amp;x.txt"), "name not escaped: {body}");
         assert!(!body.contains("<script>"), "raw <script> in listing: {body}");
+        assert!(!body.contains("q\"uote"), "raw quote in listing (breaks href): {body}");
+        // a link in the listing leads to the file
+        let start = body.find("href=\"f").expect("no href to file.txt") + 6;
+        let href = &body[start..start + body[start..].find('"').unwrap()];
+        let target = if href.starts_with('/') { href.to_string() } else { format!("/noindex/{href}") };
+        assert_eq!(s.get(&target).assert_status(200).body, b"in noindex", "href {href:?}");
         // index.html still wins over the listing
         assert_eq!(s.get("/sub/").assert_status(200).body, b"sub index");
     }
@@ -73,6 +82,26 @@ arch_tests! {
         assert!(r.must("location").starts_with("/sub/"), "{r:?}");
     }
 
+    /// The Location of a redirect is percent-encoded: a directory name with a space or CR LF
+    /// cannot break or inject header lines.
+    fn redirect_location_encoded(arch) {
+        let s = Server::start(arch, &[], |root| {
+            fill_tree(root);
+            std::fs::create_dir(root.join("a dir")).unwrap();
+            std::fs::create_dir(root.join("x\r\nSet-Cookie: evil=1")).unwrap();
+        });
+        let r = s.get("/a%20dir");
+        r.assert_status(301);
+        assert_eq!(r.must("location"), "/a%20dir/");
+        let resp = raw(s.addr, get_req("/x%0D%0ASet-Cookie:%20evil=1").as_bytes());
+        let r = split_responses(&resp);
+        assert_eq!(r.len(), 1, "{:?}", String::from_utf8_lossy(&resp));
+        r[0].assert_status(301);
+        assert_eq!(r[0].header("set-cookie"), None, "header injected via Location");
+        let location = r[0].must("location");
+        assert!(!location.contains(' ') && location.ends_with('/'), "{location:?}");
+    }
+
     /// Percent-encoded names are decoded once; a double-encoded segment is a literal name.
     fn percent_decoding(arch) {
         let s = Server::start(arch, &[], fill_tree);
@@ -80,6 +109,9 @@ arch_tests! {
         assert_eq!(s.get("/%C3%A9t%C3%A9.txt").assert_status(200).body, b"utf8 name");
         assert_eq!(s.get("/%68ello.txt").assert_status(200).body, b"hello");
         assert_eq!(s.get("/100%25.txt").assert_status(200).body, b"percent name");
+        assert_eq!(s.get("/q%3F.txt").assert_status(200).body, b"question mark");
+        assert_eq!(s.get("/a+b.txt").assert_status(200).body, b"plus name");
+        s.get("/a+b%20.txt").assert_status(404);
         assert_eq!(s.get("/%252e%252e/inner.txt").assert_status(200).body, b"literal percent dir");
         s.get("/%252e%252e/secret.txt").assert_status(404);
     }

@@ -14,6 +14,7 @@ fn fill_basic(root: &Path) {
     write(root, "b.txt", "BBBBBBBB");
     write(root, "c.txt", "CCCCCCCCCCCC");
     write(root, "pic.png", pseudo_random(300, 7));
+    write(root, "blob.unknownext", "?");
 }
 
 fn assert_http_date(value: &str) {
@@ -45,6 +46,26 @@ arch_tests! {
         for name in ["content-length", "date", "server", "etag"] {
             assert_eq!(r.header_count(name), 1, "{name} repeated");
         }
+        let mtime = std::fs::metadata(s.path("hello.txt")).unwrap().modified().unwrap();
+        assert_eq!(r.must("last-modified"), http_date(mtime), "Last-Modified is not the mtime");
+    }
+
+    /// Date is the current time (within a couple of seconds) and advances.
+    fn date_header_is_current(arch) {
+        let s = Server::start(arch, &[], fill_basic);
+        let near = |d: &str| {
+            let now = std::time::SystemTime::now();
+            (-2i64..=2).any(|k| {
+                let t = if k < 0 { now - Duration::from_secs(k.unsigned_abs()) } else { now + Duration::from_secs(k as u64) };
+                http_date(t) == d
+            })
+        };
+        let d1 = s.get("/hello.txt").must("date").to_string();
+        assert!(near(&d1), "Date {d1:?} is not now ({})", http_date(std::time::SystemTime::now()));
+        std::thread::sleep(Duration::from_millis(1300));
+        let d2 = s.get("/hello.txt").must("date").to_string();
+        assert_ne!(d1, d2, "Date did not advance");
+        assert!(near(&d2), "Date {d2:?} is not now");
     }
 
     /// `.html` and `/` (index.html) get text/html with charset; binary types per mime_guess.
@@ -56,6 +77,9 @@ arch_tests! {
         assert_eq!(r.must("content-type"), "text/html; charset=utf-8");
         let r = s.get("/index.html");
         assert_eq!(r.must("content-type"), "text/html; charset=utf-8");
+        let r = s.get("/blob.unknownext");
+        r.assert_status(200);
+        assert_eq!(r.must("content-type"), "application/octet-stream");
         let r = s.get("/pic.png");
         r.assert_status(200);
         assert_eq!(r.must("content-type"), "image/png");
