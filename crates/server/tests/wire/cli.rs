@@ -48,6 +48,26 @@ fn nonexistent_root_fails() {
     let tmp = temp_dir();
     let missing = tmp.path().join("no-such-root");
     expect_cli_error(&["--listen", "127.0.0.1:0", missing.to_str().unwrap()], "no-such-root");
+    let file = tmp.path().join("plain-file");
+    std::fs::write(&file, "x").unwrap();
+    expect_cli_error(&["--listen", "127.0.0.1:0", file.to_str().unwrap()], "plain-file");
+}
+
+#[test]
+fn port_in_use_fails() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    expect_cli_error(&["--listen", &addr, "."], &addr);
+}
+
+#[test]
+fn unwritable_access_log_fails() {
+    let tmp = temp_dir();
+    let log = tmp.path().join("no-such-dir/access.log");
+    expect_cli_error(
+        &["--listen", "127.0.0.1:0", "--access-log", log.to_str().unwrap(), "."],
+        "access.log",
+    );
 }
 
 #[test]
