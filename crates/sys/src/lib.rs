@@ -3,14 +3,16 @@
 //! Everything here is a thin, typed wrapper over one mechanism the architectures need:
 //! [`epoll`] readiness polling, [`listen`]ing sockets (with `SO_REUSEPORT`), [`transmit`]
 //! (writev, sendfile, `MSG_MORE`), the page-cache [`residency`] test that lets the AMPED main
-//! loop avoid ever blocking on the disk, process [`limits`] (descriptors, CPU pinning), and an
-//! io_uring [`uring`] whose operations own the memory the kernel works on.
+//! loop avoid ever blocking on the disk, process [`limits`] (descriptors, CPU pinning), the
+//! worker [`process`]es of `mp`, and an io_uring [`uring`] whose operations own the memory the
+//! kernel works on.
 //! `unsafe` appears only where a syscall has no safe binding, each with a `// SAFETY:` line.
 #![deny(missing_docs)]
 
 pub mod epoll;
 pub mod limits;
 pub mod listen;
+pub mod process;
 pub mod residency;
 pub mod transmit;
 pub mod uring;
