@@ -20,6 +20,9 @@ pub struct ListenOptions {
 pub fn bind(addr: SocketAddr, opts: ListenOptions) -> io::Result<TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM.cloexec(), Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
+    // Accepted sockets inherit TCP_NODELAY from the listener on Linux: one setsockopt here
+    // instead of one per connection.
+    socket.set_tcp_nodelay(true)?;
     if opts.reuse_port {
         socket.set_reuse_port(true)?;
     }
@@ -36,13 +39,12 @@ pub fn prepare_stream(stream: &std::net::TcpStream, nonblocking: bool) -> io::Re
     stream.set_nonblocking(nonblocking)
 }
 
-/// Accepts one connection in a single `accept4` (non-blocking, close-on-exec) and sets
-/// TCP_NODELAY. `WouldBlock` when the backlog is empty; `EMFILE`/`ENFILE` pass through so the
-/// caller can back off.
+/// Accepts one connection in a single `accept4` (non-blocking, close-on-exec; TCP_NODELAY is
+/// inherited from a listener made by [`bind`]). `WouldBlock` when the backlog is empty;
+/// `EMFILE`/`ENFILE` pass through so the caller can back off.
 pub fn accept_nonblocking(listener: &TcpListener) -> io::Result<(std::net::TcpStream, SocketAddr)> {
-    use rustix::net::{SocketFlags, acceptfrom_with, sockopt};
+    use rustix::net::{SocketFlags, acceptfrom_with};
     let (fd, addr) = acceptfrom_with(listener, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC)?;
-    let _ = sockopt::set_tcp_nodelay(&fd, true);
     let peer = addr
         .and_then(|a| SocketAddr::try_from(a).ok())
         .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));

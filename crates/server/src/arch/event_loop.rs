@@ -60,7 +60,9 @@ struct Conn {
     generation: u32,
     phase: Phase,
     deadline: Instant,
-    interest: Interest,
+    /// What epoll watches; `None` until first registered (a connection whose request is
+    /// already there when it is accepted may be answered and closed without epoll at all).
+    interest: Option<Interest>,
 }
 
 /// One event loop serving one listener.
@@ -158,25 +160,23 @@ impl<R: JobRunner> EventLoop<R> {
         }
     }
 
+    /// Takes a new connection and serves it at once: on loopback and busy links the request
+    /// has usually arrived with the handshake, so it is read without waiting for epoll.
     fn register(&mut self, sock: TcpStream, peer: std::net::SocketAddr) {
         self.next_gen = self.next_gen.wrapping_add(1);
-        let entry = self.conns.vacant_entry();
-        let token = token_of(entry.key(), self.next_gen);
-        if self.poller.add(&sock, token, Interest::Read).is_err() {
-            return;
-        }
         let deadline = Instant::now() + self.pipeline.cfg.header_timeout;
-        entry.insert(Conn {
+        let key = self.conns.insert(Conn {
             sock,
             state: ConnState::new(peer),
             out: None,
             generation: self.next_gen,
             phase: Phase::Head,
             deadline,
-            interest: Interest::Read,
+            interest: None,
         });
         bump(&self.pipeline.stats.connections_accepted);
         bump(&self.pipeline.stats.connections_open);
+        self.drive(key, None);
     }
 
     fn pause_accepting(&mut self, until: Option<Instant>) {
@@ -341,12 +341,16 @@ impl<R: JobRunner> EventLoop<R> {
             };
             conn.phase = phase;
         }
-        if conn.interest != interest {
+        if conn.interest != Some(interest) {
             let token = token_of(key, conn.generation);
-            if self.poller.modify(&conn.sock, token, interest).is_err() {
+            let res = match conn.interest {
+                None => self.poller.add(&conn.sock, token, interest),
+                Some(_) => self.poller.modify(&conn.sock, token, interest),
+            };
+            if res.is_err() {
                 return self.close(key);
             }
-            conn.interest = interest;
+            conn.interest = Some(interest);
         }
         if self.draining && phase == Phase::Idle {
             self.close(key);
@@ -354,8 +358,8 @@ impl<R: JobRunner> EventLoop<R> {
     }
 
     fn close(&mut self, key: usize) {
+        // Closing the socket (its only descriptor) also removes it from epoll.
         if let Some(conn) = self.conns.try_remove(key) {
-            let _ = self.poller.delete(&conn.sock);
             if let Some(out) = &conn.out {
                 // Abandoned mid-response: log what was sent.
                 self.pipeline.complete(&out.resp, out.body_sent());
