@@ -4,6 +4,11 @@
 //! the disk takes), queues the result and rings an eventfd the loop polls like any socket.
 //! Helpers pass back open descriptors and metadata, never file data, so the loop never repeats
 //! a file-system call (New Flash's fix) and never waits on the disk.
+//!
+//! Two lanes, as Flash had pathname helpers and read helpers: metadata jobs (translate, open,
+//! revalidate — usually served from the kernel's dentry and inode caches) never queue behind
+//! data jobs (reading hundreds of KiB from a slow disk), so a hot file's once-a-second
+//! revalidation is not stuck behind a cold file's read.
 
 use super::event_loop::{EventLoop, JobRunner};
 use crate::pipeline::{Job, JobDone, Pipeline};
@@ -16,41 +21,52 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 
-/// A pool of helper threads serving one event loop.
+/// The helper threads serving one event loop: `n` metadata helpers and `n` read helpers.
 pub struct HelperPool {
-    jobs: Option<Sender<(u64, Job)>>,
+    metadata: Option<Sender<(u64, Job)>>,
+    data: Option<Sender<(u64, Job)>>,
     results: Receiver<(u64, JobDone)>,
     waker: Arc<Waker>,
     threads: Vec<JoinHandle<()>>,
 }
 
 impl HelperPool {
-    /// Starts `n` helpers running jobs of `pipeline`.
+    /// Starts `n` helpers per lane running jobs of `pipeline`.
     pub fn start(pipeline: Arc<Pipeline>, n: usize) -> std::io::Result<Self> {
-        let (job_tx, job_rx) = unbounded::<(u64, Job)>();
         let (done_tx, done_rx) = unbounded();
         let waker = Arc::new(Waker::new()?);
-        let mut threads = Vec::with_capacity(n);
-        for i in 0..n {
-            let (rx, tx, waker, pipeline) = (job_rx.clone(), done_tx.clone(), waker.clone(), pipeline.clone());
-            threads.push(std::thread::Builder::new().name(format!("helper-{i}")).spawn(move || {
-                for (token, job) in rx {
-                    let done = pipeline.run_job(job);
-                    bump(&pipeline.stats.jobs_helper);
-                    if tx.send((token, done)).is_err() {
-                        break;
+        let mut threads = Vec::with_capacity(2 * n);
+        let mut lane = |name: &str| -> std::io::Result<Sender<(u64, Job)>> {
+            let (job_tx, job_rx) = unbounded::<(u64, Job)>();
+            for i in 0..n {
+                let (rx, tx, waker, pipeline) = (job_rx.clone(), done_tx.clone(), waker.clone(), pipeline.clone());
+                let t = std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
+                    for (token, job) in rx {
+                        let done = pipeline.run_job(job);
+                        bump(&pipeline.stats.jobs_helper);
+                        if tx.send((token, done)).is_err() {
+                            break;
+                        }
+                        waker.wake();
                     }
-                    waker.wake();
-                }
-            })?);
-        }
-        Ok(HelperPool { jobs: Some(job_tx), results: done_rx, waker, threads })
+                })?;
+                threads.push(t);
+            }
+            Ok(job_tx)
+        };
+        let metadata = lane("meta-helper")?;
+        let data = lane("read-helper")?;
+        Ok(HelperPool { metadata: Some(metadata), data: Some(data), results: done_rx, waker, threads })
     }
 }
 
 impl JobRunner for HelperPool {
     fn submit(&mut self, token: u64, job: Job) -> Option<JobDone> {
-        let tx = self.jobs.as_ref().expect("helpers run until the pool is dropped");
+        let lane = match job {
+            Job::Resolve { .. } => &self.metadata,
+            Job::ReadAhead { .. } => &self.data,
+        };
+        let tx = lane.as_ref().expect("helpers run until the pool is dropped");
         tx.send((token, job)).expect("helpers outlive the pool's sender");
         None
     }
@@ -70,14 +86,17 @@ impl JobRunner for HelperPool {
 
 impl Drop for HelperPool {
     fn drop(&mut self) {
-        self.jobs.take(); // helpers see the queue close and exit after their current job
+        // Helpers see their queue close and exit after their current job.
+        self.metadata.take();
+        self.data.take();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
 }
 
-/// Serves `listener` with an AMPED loop and `pipeline.cfg.helpers` helpers until shutdown.
+/// Serves `listener` with an AMPED loop and `pipeline.cfg.helpers` helpers per lane until
+/// shutdown.
 pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &AtomicBool) -> std::io::Result<()> {
     let helpers = HelperPool::start(pipeline.clone(), pipeline.cfg.helpers)?;
     EventLoop::new(pipeline, helpers, listener)?.run(shutdown)

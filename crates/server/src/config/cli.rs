@@ -23,12 +23,16 @@ pub struct Args {
     /// Concurrency architecture: sped, amped, mt, pool, mp, uring [default: amped].
     #[arg(long)]
     pub arch: Option<String>,
-    /// AMPED helper threads doing the blocking disk work [default: 4].
+    /// AMPED helper threads per lane (metadata, reads) doing the blocking disk work [default: 4].
     #[arg(long, value_name = "N")]
     pub helpers: Option<usize>,
     /// Worker threads of the `pool` architecture [default: 16].
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Accepted connections waiting for a `pool` thread; beyond that, new connections are
+    /// answered 503 [default: 4 × threads].
+    #[arg(long, value_name = "N")]
+    pub queue: Option<usize>,
     /// Worker processes of the `mp` architecture [default: 4].
     #[arg(long, value_name = "N")]
     pub processes: Option<usize>,
@@ -120,7 +124,7 @@ impl Args {
         macro_rules! flag {
             ($($f:ident),*) => { $( self.$f |= file.$f; )* };
         }
-        take!(root, listen, arch, helpers, threads, processes, instances, path_cache_entries,
+        take!(root, listen, arch, helpers, threads, queue, processes, instances, path_cache_entries,
             file_cache_entries, file_cache_bytes, small_file_bytes, header_timeout,
             keepalive_timeout, send_timeout, shutdown_timeout, max_connections, max_head_bytes,
             max_uri_bytes, max_discard_body, access_log, stats_path);
