@@ -36,7 +36,8 @@ fn run(cfg: Arc<Config>) -> std::io::Result<()> {
         signal_hook::flag::register(sig, shutdown.clone())?;
     }
     let addr = listeners[0].local_addr()?;
-    {
+    if cfg.worker_fd.is_none() {
+        // (An mp worker, re-executed by its parent, stays quiet: the parent has announced.)
         let mut out = std::io::stdout().lock();
         writeln!(out, "amped listening on http://{addr}/")?;
         writeln!(out, "amped: serving {} with arch {}", cfg.root.display(), cfg.arch.name())?;

@@ -26,6 +26,14 @@ macro_rules! arch_tests {
         arch_tests!(@expand $tests
             sped => ["--arch", "sped"],
             amped => ["--arch", "amped"],
+            mt => ["--arch", "mt"],
+            // A pool serves one connection per thread and the suite holds ~300 open at once
+            // (many_idle_connections), so it runs with a pool that large; what a saturated
+            // pool does is tested in archs_specific.
+            pool => ["--arch", "pool", "--threads", "320"],
+            mp => ["--arch", "mp", "--processes", "2"],
+            amped_x2 => ["--arch", "amped", "--instances", "2"],
+            uring => ["--arch", "uring"],
         );
     };
     (@expand $tests:tt $($arch:ident => $args:tt,)*) => {

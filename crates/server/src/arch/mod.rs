@@ -4,8 +4,13 @@
 //! instances).
 
 pub mod amped;
+pub mod blocking;
 pub mod event_loop;
+pub mod mp;
+pub mod mt;
+pub mod pool;
 pub mod sped;
+pub mod uring;
 
 use crate::access_log::AccessLogger;
 use crate::config::{Arch, Config};
@@ -37,7 +42,11 @@ impl Server {
 }
 
 /// Opens the listener(s): one, or `instances` sharing the port through SO_REUSEPORT.
+/// An `mp` worker (`--worker-fd`) adopts the listener its parent opened instead.
 pub fn open_listeners(cfg: &Config) -> io::Result<Vec<TcpListener>> {
+    if let Some(fd) = cfg.worker_fd {
+        return Ok(vec![amped_sys::process::inherited_listener(fd)?]);
+    }
     let n = if cfg.arch.is_event_driven() { cfg.instances } else { 1 };
     let opts = ListenOptions { reuse_port: n > 1, nonblocking: cfg.arch.is_event_driven(), backlog: 4096 };
     let first = bind(cfg.listen, opts)?;
@@ -57,10 +66,10 @@ pub fn serve(server: &Server, listeners: Vec<TcpListener>) -> io::Result<()> {
         match arch {
             Arch::Sped => sped::run(pipeline, listener, &server.shutdown),
             Arch::Amped => amped::run(pipeline, listener, &server.shutdown),
-            other => Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!("architecture '{}' is not available in this build yet", other.name()),
-            )),
+            Arch::Mt => mt::run(pipeline, listener, &server.shutdown),
+            Arch::Pool => pool::run(pipeline, listener, &server.shutdown),
+            Arch::Mp => mp::run(pipeline, listener, &server.shutdown),
+            Arch::Uring => uring::run(pipeline, listener, &server.shutdown),
         }
     };
     std::thread::scope(|s| {
@@ -68,7 +77,8 @@ pub fn serve(server: &Server, listeners: Vec<TcpListener>) -> io::Result<()> {
             .into_iter()
             .enumerate()
             .map(|(i, l)| {
-                let pin = server.cfg.pin;
+                // Event loops are pinned here; pool and mp pin their own workers.
+                let pin = server.cfg.pin && arch.is_event_driven();
                 s.spawn(move || {
                     if pin {
                         let _ = amped_sys::limits::pin_current_thread(i % amped_sys::limits::available_cpus());

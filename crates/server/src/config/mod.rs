@@ -93,6 +93,8 @@ pub struct Config {
     pub helpers: usize,
     /// Pool threads.
     pub threads: usize,
+    /// Pool queue capacity (connections waiting for a thread).
+    pub queue: usize,
     /// MP worker processes.
     pub processes: usize,
     /// Event-loop instances on one port.
@@ -196,6 +198,7 @@ impl Config {
         if instances > 1 && !arch.is_event_driven() {
             return err(format!("--instances applies to sped, amped and uring, not {}", arch.name()));
         }
+        let threads = positive("threads", a.threads.unwrap_or(16))?;
         let limits = Limits {
             max_head_bytes: at_least("max-head-bytes", a.max_head_bytes.unwrap_or(8192), 256)?,
             max_uri_bytes: at_least("max-uri-bytes", a.max_uri_bytes.unwrap_or(4096), 16)?,
@@ -216,7 +219,8 @@ impl Config {
             listen,
             arch,
             helpers: positive("helpers", a.helpers.unwrap_or(4))?,
-            threads: positive("threads", a.threads.unwrap_or(16))?,
+            threads,
+            queue: a.queue.unwrap_or(threads.saturating_mul(4)),
             processes: positive("processes", a.processes.unwrap_or(4))?,
             instances,
             pin: a.pin,

@@ -1,0 +1,333 @@
+//! The blocking connection driver shared by the thread and process architectures (`mt`,
+//! `pool`, `mp`): one thread serves one connection on a blocking socket from its first request
+//! to its close, running every [`Step`] of the pipeline itself — jobs inline (it may block on
+//! the disk: that is the model, Flash-MT/Flash-MP, §3.1–3.2 of the paper), sends with the
+//! residency test off.
+//!
+//! **Timeouts and shutdown.** The socket carries `SO_RCVTIMEO`/`SO_SNDTIMEO` of one [`TICK`],
+//! so no socket call blocks longer than that; the header, keep-alive and send deadlines are
+//! kept here (as in the event loop) and checked before every read and after every tick. A
+//! blocked `read` or `send` that returns `WouldBlock`/`TimedOut` means "a tick passed". The
+//! tick is also how a thread notices a graceful shutdown ([`Stop`]): an idle connection is
+//! closed, a response in flight finishes, a request arriving is answered with
+//! `Connection: close`; once the shutdown deadline passes every connection is dropped.
+//!
+//! This module also holds what the acceptors of those architectures share: the [`Gate`] that
+//! caps open connections at `--max-connections` (the acceptor waits for a free slot, leaving
+//! the rest in the kernel's backlog) and [`next_connection`].
+
+use crate::cache::lock;
+use crate::pipeline::{ConnState, Pipeline, Step};
+use crate::stats::{Stats, bump, drop_one};
+use crate::transmit::{Outgoing, SendOptions, SendOutcome};
+use amped_sys::listen::{is_fd_exhaustion, prepare_stream};
+use std::io::{self, ErrorKind, Read};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Longest a socket call blocks: the granularity of timeouts and of noticing a shutdown.
+pub const TICK: Duration = Duration::from_millis(250);
+/// Pause after `accept` failed for lack of descriptors.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// Read buffer of one connection.
+const READ_BUF: usize = 16 << 10;
+
+/// Graceful shutdown as the serving threads of one server see it: begun when the signal flag
+/// is set, expired `shutdown_timeout` after a thread first noticed it.
+pub struct Stop {
+    flag: Arc<AtomicBool>,
+    began: OnceLock<Instant>,
+    grace: Duration,
+}
+
+impl Stop {
+    /// Watches `flag` (set by SIGTERM/SIGINT); in-flight work may take `grace` after it is set.
+    pub fn new(flag: Arc<AtomicBool>, grace: Duration) -> Self {
+        Stop { flag, began: OnceLock::new(), grace }
+    }
+
+    /// True once shutdown has begun: finish what is in flight, take nothing new.
+    pub fn draining(&self) -> bool {
+        let set = self.flag.load(Ordering::Relaxed);
+        if set {
+            self.began.get_or_init(Instant::now);
+        }
+        set
+    }
+
+    /// When in-flight work must be abandoned (`None` before shutdown began).
+    pub fn deadline(&self) -> Option<Instant> {
+        self.draining().then(|| *self.began.get_or_init(Instant::now) + self.grace)
+    }
+
+    /// True once the shutdown deadline has passed.
+    pub fn expired(&self) -> bool {
+        self.deadline().is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// Counts a server's (or process's) open connections and caps them at `--max-connections`.
+pub struct Gate {
+    open: Mutex<usize>,
+    freed: Condvar,
+    max: usize,
+    stats: Arc<Stats>,
+}
+
+/// An accepted connection, counted by its [`Gate`] until dropped.
+pub struct Connection {
+    /// The socket (blocking).
+    pub sock: TcpStream,
+    /// The client's address.
+    pub peer: SocketAddr,
+    gate: Arc<Gate>,
+}
+
+impl Gate {
+    /// A gate admitting at most `max` open connections, counted in `stats`.
+    pub fn new(max: usize, stats: Arc<Stats>) -> Arc<Gate> {
+        Arc::new(Gate { open: Mutex::new(0), freed: Condvar::new(), max, stats })
+    }
+
+    /// Waits until a connection may be accepted; false if shutdown began meanwhile.
+    pub fn wait_for_slot(&self, stop: &Stop) -> bool {
+        let mut open = lock(&self.open);
+        let mut paused = false;
+        while *open >= self.max {
+            if stop.draining() {
+                return false;
+            }
+            if !paused {
+                bump(&self.stats.accept_pauses);
+                paused = true;
+            }
+            open = self.freed.wait_timeout(open, TICK).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        !stop.draining()
+    }
+
+    /// Counts a freshly accepted socket as open.
+    pub fn admit(self: &Arc<Self>, sock: TcpStream, peer: SocketAddr) -> Connection {
+        *lock(&self.open) += 1;
+        bump(&self.stats.connections_accepted);
+        bump(&self.stats.connections_open);
+        Connection { sock, peer, gate: self.clone() }
+    }
+
+    /// Waits until every connection has closed or `until` passed; true if none is open.
+    pub fn wait_all_closed(&self, until: Instant) -> bool {
+        let mut open = lock(&self.open);
+        while *open > 0 {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            open = self.freed.wait_timeout(open, left.min(TICK)).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        true
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        *lock(&self.gate.open) -= 1;
+        self.gate.freed.notify_all();
+        drop_one(&self.gate.stats.connections_open);
+    }
+}
+
+/// Makes `accept` on a blocking listener return `WouldBlock` after a [`TICK`] without a
+/// connection (Linux honours `SO_RCVTIMEO` on listening sockets), so acceptors see shutdown.
+pub fn set_accept_tick(listener: &TcpListener) -> io::Result<()> {
+    socket2::SockRef::from(listener).set_read_timeout(Some(TICK))
+}
+
+/// The next connection for a thread or process architecture: waits for a slot under
+/// `--max-connections`, accepts (backing off when descriptors run out), and returns `None`
+/// once shutdown has begun — a connection accepted after that is closed unanswered.
+pub fn next_connection(listener: &TcpListener, gate: &Arc<Gate>, stop: &Stop) -> Option<Connection> {
+    loop {
+        if !gate.wait_for_slot(stop) {
+            return None;
+        }
+        match listener.accept() {
+            Ok((sock, peer)) => {
+                if stop.draining() {
+                    return None;
+                }
+                return Some(gate.admit(sock, peer));
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e) if is_fd_exhaustion(&e) => {
+                eprintln!("amped: accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                bump(&gate.stats.accept_pauses);
+                std::thread::sleep(ACCEPT_BACKOFF);
+            }
+            Err(_) => {} // ECONNABORTED and friends: the client gave up
+        }
+    }
+}
+
+/// What a connection is waiting for, which decides its deadline.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    /// (The rest of) a request head: header timeout.
+    Head,
+    /// The next request of a keep-alive connection: keep-alive timeout.
+    Idle,
+    /// Nothing yet: a response was just sent, the next wait starts a fresh deadline.
+    Responded,
+}
+
+/// One connection being served on the calling thread.
+struct Blocking<'a> {
+    pipeline: &'a Pipeline,
+    sock: &'a TcpStream,
+    state: ConnState,
+    stop: &'a Stop,
+    phase: Phase,
+    deadline: Instant,
+    opts: SendOptions,
+    buf: Vec<u8>,
+}
+
+/// Serves `conn` on the calling thread until it closes, times out or shutdown ends it.
+pub fn serve(pipeline: &Pipeline, conn: Connection, stop: &Stop) {
+    let sock = &conn.sock;
+    let ready = prepare_stream(sock, false)
+        .and_then(|()| sock.set_read_timeout(Some(TICK)))
+        .and_then(|()| sock.set_write_timeout(Some(TICK)));
+    if ready.is_err() {
+        return;
+    }
+    let mut c = Blocking {
+        pipeline,
+        sock,
+        state: ConnState::new(conn.peer),
+        stop,
+        phase: Phase::Head,
+        deadline: Instant::now() + pipeline.cfg.header_timeout,
+        // This thread may block on the disk, so the residency test would only add a syscall.
+        opts: SendOptions { zero_copy: pipeline.cfg.opt.zero_copy, residency_test: false },
+        buf: vec![0u8; READ_BUF],
+    };
+    c.run();
+}
+
+impl Blocking<'_> {
+    fn run(&mut self) {
+        let p = self.pipeline;
+        loop {
+            let mut step = p.next(&mut self.state, self.stop.draining());
+            loop {
+                match step {
+                    Step::Block(job) => {
+                        bump(&p.stats.jobs_inline);
+                        step = p.resume(&mut self.state, p.run_job(job));
+                    }
+                    Step::Respond(resp) => {
+                        if !self.send(Outgoing::new(resp)) {
+                            return;
+                        }
+                        self.phase = Phase::Responded;
+                        break;
+                    }
+                    Step::NeedMore => {
+                        if !self.read_more() {
+                            return;
+                        }
+                        break;
+                    }
+                    Step::Close => return,
+                }
+            }
+        }
+    }
+
+    /// Sends a response; true if the connection stays open for the next request.
+    fn send(&mut self, mut out: Outgoing) -> bool {
+        let p = self.pipeline;
+        let mut deadline = Instant::now() + p.cfg.send_timeout;
+        let mut sent = out.body_sent();
+        loop {
+            match out.send(self.sock, self.opts, &p.stats) {
+                SendOutcome::Done => {
+                    p.complete(&out.resp, out.body_sent());
+                    return !out.resp.close;
+                }
+                SendOutcome::WouldBlock => {
+                    // A tick without progress (or a signal): check the send and shutdown deadlines.
+                    let now = Instant::now();
+                    if out.body_sent() != sent {
+                        sent = out.body_sent();
+                        deadline = now + p.cfg.send_timeout;
+                    }
+                    if now >= deadline || self.stop.expired() {
+                        if now >= deadline {
+                            bump(&p.stats.timeouts);
+                        }
+                        p.complete(&out.resp, out.body_sent());
+                        return false;
+                    }
+                }
+                SendOutcome::NotResident(job) => {
+                    // Only with the residency test on (it is off here); the read-ahead runs inline.
+                    bump(&p.stats.readahead_jobs);
+                    bump(&p.stats.jobs_inline);
+                    p.run_job(job);
+                    out.mark_resident();
+                }
+                SendOutcome::Failed(_) => {
+                    p.complete(&out.resp, out.body_sent());
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// Reads what the client sends next; false if the connection must close instead.
+    fn read_more(&mut self) -> bool {
+        let cfg = &self.pipeline.cfg;
+        let phase = if self.state.is_idle() { Phase::Idle } else { Phase::Head };
+        if phase != self.phase {
+            self.phase = phase;
+            let timeout = if phase == Phase::Idle { cfg.keepalive_timeout } else { cfg.header_timeout };
+            self.deadline = Instant::now() + timeout;
+        }
+        loop {
+            if Instant::now() >= self.deadline {
+                self.timed_out();
+                return false;
+            }
+            let want = self.state.read_hint(cfg.limits.max_head_bytes).min(self.buf.len());
+            match self.sock.read(&mut self.buf[..want]) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    self.state.received(&self.buf[..n]);
+                    return true;
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
+                    // A tick passed. During shutdown only a request already arriving is finished.
+                    if self.stop.expired() || (self.stop.draining() && !self.state.has_partial_request()) {
+                        return false;
+                    }
+                }
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// The header or keep-alive deadline passed: a client in the middle of a request head
+    /// gets a 408 (as from the event loop's sweep), then the connection closes.
+    fn timed_out(&mut self) {
+        let p = self.pipeline;
+        bump(&p.stats.timeouts);
+        if self.phase == Phase::Head && self.state.has_partial_request() {
+            let mut out = Outgoing::new(p.timeout_response(self.state.peer));
+            let _ = out.send(self.sock, self.opts, &p.stats);
+            p.complete(&out.resp, out.body_sent());
+        }
+    }
+}

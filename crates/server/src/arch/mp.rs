@@ -1,0 +1,159 @@
+//! MP, worker processes (Flash-MP, §3.1 of the paper; Apache's prefork): `--processes N`
+//! workers share the listening socket and each serves one connection at a time, from accept
+//! to close, on a blocking socket ([`super::blocking`]), running disk jobs inline.
+//!
+//! The parent binds the listener, then starts each worker by re-executing its own binary with
+//! the same arguments plus the hidden `--worker-fd FD`, the listener's descriptor, which the
+//! worker inherits (see `amped_sys::process`). Workers take `accept` in turn (the kernel wakes
+//! one blocked acceptor per connection). Each worker builds its **own** pipeline, so its own
+//! caches — the replicated caches that cost Flash-MP its memory footprint — and its own
+//! counters: the stats endpoint of an `mp` server shows the counters of the worker that
+//! answered the request, not of the whole server.
+//!
+//! The parent only supervises: a worker that dies (crash, kill -9, a stray SIGTERM) is
+//! replaced at most once a second per slot, with a line on stderr. SIGTERM/SIGINT to the
+//! parent is forwarded to every worker as SIGTERM; each finishes the response in flight and
+//! exits; the parent waits for them until the shutdown deadline, kills what is left and exits
+//! 0. Workers receive SIGTERM if the parent dies (`PR_SET_PDEATHSIG`). With `--pin`, worker i
+//! is pinned to CPU i mod the number of CPUs. Only the parent prints the listening line.
+
+use super::blocking::{self, Gate, Stop, TICK};
+use crate::config::Config;
+use crate::pipeline::Pipeline;
+use amped_sys::process::{WorkerSignal, signal_worker, spawn_worker};
+use std::ffi::OsString;
+use std::io;
+use std::net::TcpListener;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How often the parent looks for dead workers and for the shutdown signal.
+const SUPERVISE_TICK: Duration = Duration::from_millis(100);
+/// Shortest time between two starts of the same worker slot (no fork storm if workers crash
+/// at start-up).
+const RESPAWN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Runs the `mp` architecture: the supervising parent, or (with `--worker-fd`) one worker.
+pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &Arc<AtomicBool>) -> io::Result<()> {
+    blocking::set_accept_tick(&listener)?; // the socket is shared: this sets it for every worker
+    if pipeline.cfg.worker_fd.is_some() {
+        serve_worker(&pipeline, &listener, shutdown);
+        Ok(())
+    } else {
+        Supervisor::start(&pipeline.cfg, listener)?.run(shutdown)
+    }
+}
+
+/// One worker: accept, serve that connection to its end, repeat until shutdown.
+fn serve_worker(pipeline: &Pipeline, listener: &TcpListener, shutdown: &Arc<AtomicBool>) {
+    let stop = Stop::new(shutdown.clone(), pipeline.cfg.shutdown_timeout);
+    let gate = Gate::new(1, pipeline.stats.clone());
+    while let Some(conn) = blocking::next_connection(listener, &gate, &stop) {
+        blocking::serve(pipeline, conn, &stop);
+    }
+}
+
+/// A worker slot: its process (if running) and when it was last started.
+struct Slot {
+    child: Option<Child>,
+    started: Instant,
+}
+
+/// The parent of the workers.
+struct Supervisor<'a> {
+    cfg: &'a Config,
+    /// Our copy of the listener, for new workers; closed when shutdown begins.
+    listener: Option<TcpListener>,
+    exe: PathBuf,
+    args: Vec<OsString>,
+    slots: Vec<Slot>,
+}
+
+impl<'a> Supervisor<'a> {
+    /// Starts `cfg.processes` workers on `listener`.
+    fn start(cfg: &'a Config, listener: TcpListener) -> io::Result<Self> {
+        let exe = std::env::current_exe()?;
+        let args = std::env::args_os().skip(1).collect();
+        let mut sup = Supervisor { cfg, listener: Some(listener), exe, args, slots: Vec::with_capacity(cfg.processes) };
+        for i in 0..cfg.processes {
+            match sup.spawn(i) {
+                Ok(child) => sup.slots.push(Slot { child: Some(child), started: Instant::now() }),
+                Err(e) => {
+                    sup.stop_workers(Instant::now());
+                    return Err(io::Error::new(e.kind(), format!("cannot start mp worker {i}: {e}")));
+                }
+            }
+        }
+        Ok(sup)
+    }
+
+    fn spawn(&self, i: usize) -> io::Result<Child> {
+        let Some(listener) = &self.listener else {
+            return Err(io::Error::new(io::ErrorKind::NotConnected, "the listener is closed"));
+        };
+        let mut cmd = Command::new(&self.exe);
+        // The option goes first: ROOT may follow a `--` in the original arguments.
+        cmd.arg("--worker-fd").arg(listener.as_raw_fd().to_string()).args(&self.args).stdin(Stdio::null());
+        let cpu = self.cfg.pin.then(|| i % amped_sys::limits::available_cpus());
+        spawn_worker(cmd, listener, cpu)
+    }
+
+    /// Replaces dead workers until `shutdown` is set, then stops them all.
+    fn run(mut self, shutdown: &AtomicBool) -> io::Result<()> {
+        while !shutdown.load(Ordering::Relaxed) {
+            for i in 0..self.slots.len() {
+                self.check(i, shutdown);
+            }
+            std::thread::sleep(SUPERVISE_TICK);
+        }
+        let deadline = Instant::now() + self.cfg.shutdown_timeout + 2 * TICK;
+        self.stop_workers(deadline);
+        Ok(())
+    }
+
+    /// Reaps worker `i` if it died and starts a new one (rate-limited).
+    fn check(&mut self, i: usize, shutdown: &AtomicBool) {
+        let slot = &mut self.slots[i];
+        if let Some(child) = &mut slot.child
+            && let Ok(Some(status)) = child.try_wait()
+        {
+            eprintln!("amped: mp worker {i} (pid {}) exited unexpectedly ({status}); starting a new one", child.id());
+            slot.child = None;
+        }
+        if slot.child.is_some() || slot.started.elapsed() < RESPAWN_INTERVAL || shutdown.load(Ordering::Relaxed) {
+            return;
+        }
+        let spawned = self.spawn(i);
+        let slot = &mut self.slots[i];
+        slot.started = Instant::now();
+        match spawned {
+            Ok(child) => slot.child = Some(child),
+            Err(e) => eprintln!("amped: cannot start mp worker {i}: {e}; retrying in {RESPAWN_INTERVAL:?}"),
+        }
+    }
+
+    /// Graceful stop: close our copy of the listener, SIGTERM every worker, wait for them
+    /// until `deadline`, then SIGKILL the rest.
+    fn stop_workers(&mut self, deadline: Instant) {
+        self.listener = None; // once the workers have closed theirs, new connections are refused
+        for child in self.slots.iter().filter_map(|s| s.child.as_ref()) {
+            let _ = signal_worker(child.id(), WorkerSignal::Terminate);
+        }
+        for slot in &mut self.slots {
+            let Some(child) = &mut slot.child else { continue };
+            while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if matches!(child.try_wait(), Ok(None)) {
+                eprintln!("amped: mp worker (pid {}) still busy at the shutdown deadline; killing it", child.id());
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            slot.child = None;
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! A fixed pool of threads (the seed httpd's "pool N"): an acceptor puts accepted connections
+//! into a bounded queue (`--queue`, default 4 × `--threads`), and `--threads` workers each take
+//! one connection at a time and serve it to its end on a blocking socket
+//! ([`super::blocking`]), running disk jobs inline. One pipeline, so one set of caches.
+//!
+//! **When every worker is busy.** New connections wait in the queue, in arrival order. A
+//! worker holds a keep-alive connection until the client closes it or it idles out
+//! (`--keepalive-timeout`), so queued connections suffer head-of-line blocking behind idle
+//! keep-alive clients: size `--threads` for the number of connections you expect to be open
+//! at once, not for the request rate. When the queue is full too, the acceptor answers the new
+//! connection `503 Service Unavailable` with `Retry-After: 1` and `Connection: close`,
+//! counts it in the `queue_overflows` stat and says so on stderr (at most one line a second):
+//! overload is visible and answered, never a silent hang. `--max-connections` still caps the
+//! connections open in total (queued or served); at that cap the acceptor stops accepting and
+//! the kernel's backlog holds newcomers, as in the other architectures.
+//!
+//! `--pin` pins worker i to CPU i mod the number of CPUs. Shutdown: the acceptor closes the
+//! listener; workers finish the connections they hold and those already queued (answering at
+//! most the request in flight, with `Connection: close`) until the shutdown deadline.
+
+use super::blocking::{self, Connection, Gate, Stop, TICK};
+use crate::pipeline::Pipeline;
+use crate::stats::bump;
+use amped_http::{HeadWriter, StatusCode};
+use crossbeam_channel::{Receiver, TrySendError, bounded};
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener};
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Serves `listener` (blocking) with `cfg.threads` workers until shutdown.
+pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &Arc<AtomicBool>) -> io::Result<()> {
+    blocking::set_accept_tick(&listener)?;
+    let cfg = pipeline.cfg.clone();
+    let stop = Arc::new(Stop::new(shutdown.clone(), cfg.shutdown_timeout));
+    let gate = Gate::new(cfg.max_connections, pipeline.stats.clone());
+    let (queue, taken) = bounded::<Connection>(cfg.queue);
+    let workers = (0..cfg.threads)
+        .map(|i| start_worker(i, pipeline.clone(), taken.clone(), stop.clone()))
+        .collect::<io::Result<Vec<_>>>()?;
+    drop(taken);
+    let mut overflow = OverflowReport::default();
+    while let Some(conn) = blocking::next_connection(&listener, &gate, &stop) {
+        match queue.try_send(conn) {
+            Ok(()) => {}
+            Err(TrySendError::Full(conn)) => {
+                bump(&pipeline.stats.queue_overflows);
+                refuse(conn);
+                overflow.note(cfg.threads, cfg.queue);
+            }
+            Err(TrySendError::Disconnected(_)) => break, // no worker left (cannot happen: they catch panics)
+        }
+    }
+    drop(listener);
+    drop(queue); // workers drain what is queued, then see the queue closed
+    let deadline = stop.deadline().unwrap_or_else(Instant::now) + 2 * TICK;
+    while workers.iter().any(|w| !w.is_finished()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+fn start_worker(i: usize, pipeline: Arc<Pipeline>, taken: Receiver<Connection>, stop: Arc<Stop>) -> io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(format!("pool-{i}")).spawn(move || {
+        if pipeline.cfg.pin {
+            let _ = amped_sys::limits::pin_current_thread(i % amped_sys::limits::available_cpus());
+        }
+        for conn in taken {
+            // A bug hit by one connection must not shrink the pool; the panic is reported on
+            // stderr by the default hook and the connection is closed.
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| blocking::serve(&pipeline, conn, &stop)));
+        }
+    })
+}
+
+/// Answers a connection the queue has no room for: 503, `Connection: close`.
+fn refuse(conn: Connection) {
+    let mut sock = &conn.sock;
+    if sock.set_nonblocking(true).is_err() {
+        return;
+    }
+    // Read what already arrived, so that closing does not reset the connection (and lose the
+    // 503 in the client's kernel) over unread request bytes.
+    let mut scratch = [0u8; 4096];
+    let _ = sock.read(&mut scratch);
+    let _ = sock.write(&service_unavailable());
+    let _ = sock.shutdown(Shutdown::Write);
+}
+
+/// The 503 of an overflowing queue, with an HTML body like every other error page.
+fn service_unavailable() -> Vec<u8> {
+    let status = StatusCode::SERVICE_UNAVAILABLE;
+    let body = amped_http::error_body(status);
+    let mut out = Vec::with_capacity(256 + body.len());
+    let mut w = HeadWriter::new(&mut out, status);
+    w.date()
+        .header("Server", crate::SERVER_NAME.as_bytes())
+        .header("Content-Type", b"text/html; charset=utf-8")
+        .header_u64("Content-Length", body.len() as u64)
+        .header("Retry-After", b"1")
+        .header("Connection", b"close");
+    w.finish();
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Rate-limits the stderr line about refused connections to one a second.
+#[derive(Default)]
+struct OverflowReport {
+    last: Option<Instant>,
+    refused: u64,
+}
+
+impl OverflowReport {
+    fn note(&mut self, threads: usize, queue: usize) {
+        self.refused += 1;
+        let now = Instant::now();
+        if self.last.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
+            eprintln!(
+                "amped: pool: all {threads} threads busy and {queue} connections queued; refused {} connection(s) with 503 since the last report (see --threads, --queue)",
+                self.refused
+            );
+            self.last = Some(now);
+            self.refused = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusal_is_a_complete_503() {
+        let bytes = service_unavailable();
+        let text = String::from_utf8(bytes).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{head}");
+        assert!(head.contains("\r\nConnection: close"), "{head}");
+        assert!(head.contains(&format!("\r\nContent-Length: {}", body.len())), "{head}");
+    }
+}
