@@ -112,12 +112,27 @@ fn open_file(path: &Path, cfg: &Config) -> io::Result<FileEntry> {
     if !meta.is_file() {
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, "not a regular file"));
     }
-    let body = if cfg.opt.file_cache && meta.len() <= cfg.small_file_bytes {
+    let body = if keeps_body_in_memory(cfg, meta.len()) {
         read_small(&file, cfg.small_file_bytes)?
     } else {
         None
     };
     Ok(FileEntry::new(path.to_path_buf(), file, &meta, body))
+}
+
+/// Whether a file of `size` bytes has its body read into memory when it is opened (the file
+/// cache keeps small bodies). The one policy for every way of opening: a blocking job here, or
+/// the io_uring architecture's ring.
+pub fn keeps_body_in_memory(cfg: &Config, size: u64) -> bool {
+    cfg.opt.file_cache && size <= cfg.small_file_bytes
+}
+
+impl Resolved {
+    /// The result for a file whose translation was already known (from the path cache), when
+    /// the `open`/`stat` (and small-body read) ran outside [`Job::run`] — submitted to io_uring.
+    pub fn known_file(url_path: String, path: PathBuf, file: io::Result<FileEntry>, at: Instant) -> Resolved {
+        Resolved { url_path, translation: Translation::File(path), translated_now: false, file: Some(file), listing: None, at }
+    }
 }
 
 fn libc_o_nonblock() -> i32 {

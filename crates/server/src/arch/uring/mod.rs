@@ -1,0 +1,505 @@
+//! `uring`: an io_uring event loop — the modern answer to the problem AMPED solves with
+//! helpers (Flash §3.4). One thread, one ring. Instead of asking "is this socket ready?" and
+//! then making the call, the loop *submits* the call and the kernel completes it
+//! asynchronously: accept, receive, send, and the disk work — file reads (cold pages use the
+//! kernel's async buffered reads, so there is no residency test and no read-ahead helper) and,
+//! when the path cache already knows the translation, `openat` + `statx` (+ the small-body
+//! read). What still runs on helper threads (AMPED's [`HelperPool`]) is a full pathname
+//! translation — `canonicalize` walks and directory listings, a chain of dependent lookups
+//! with no single ring operation — once per path and revalidation period thanks to the path
+//! cache. The memory each operation lends the kernel is owned by [`amped_sys::uring::Ring`]
+//! until its completion, so this file needs no `unsafe`.
+//!
+//! Every connection has at most one ring operation in flight. Closing a connection with one in
+//! flight cancels it and waits for its completion before the descriptor is closed, so a
+//! descriptor number is never reused under a pending operation. Timeouts (header, idle, send)
+//! are deadlines swept every 250 ms, as in the epoll loop; `--max-connections` simply leaves
+//! the accept unarmed; SIGTERM cancels the accept (closing the port), closes idle connections
+//! and lets the others finish within `--shutdown-timeout`.
+
+mod open;
+mod send;
+
+use super::amped::HelperPool;
+use super::event_loop::JobRunner;
+use crate::pipeline::translate::Translation;
+use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
+use crate::stats::{bump, drop_one};
+use amped_sys::listen::is_fd_exhaustion;
+use amped_sys::uring::{Completion, Event, OpId, Ring};
+use open::{OpenStep, Opening};
+use send::{CHUNK, Next, Sending};
+use slab::Slab;
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+const ACCEPT: u64 = u64::MAX;
+const WAKER: u64 = u64::MAX - 1;
+const RING_ENTRIES: u32 = 1024;
+const TICK: Duration = Duration::from_millis(250);
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// Receive size for a new request head (most fit); a head already begun may take more.
+const RECV_FIRST: usize = 4 << 10;
+const RECV_MORE: usize = 16 << 10;
+/// Chunk buffers kept for reuse.
+const SPARE_BUFFERS: usize = 32;
+
+/// Serves `listener` with an io_uring loop until shutdown. Fails at once, with a one-line
+/// reason, if the kernel refuses io_uring.
+pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &AtomicBool) -> io::Result<()> {
+    let ring = Ring::new(RING_ENTRIES)
+        .map_err(|e| io::Error::new(e.kind(), format!("io_uring unavailable ({e}); use --arch amped")))?;
+    // The ring waits for connections itself; accepted sockets inherit TCP_NODELAY.
+    listener.set_nonblocking(false)?;
+    socket2::SockRef::from(&listener).set_tcp_nodelay(true)?;
+    let helpers = HelperPool::start(pipeline.clone(), pipeline.cfg.helpers)?;
+    UringLoop::new(pipeline, ring, helpers, listener).run(shutdown)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    /// Waiting for (the rest of) a request head: header timeout.
+    Head,
+    /// Between requests: keep-alive timeout.
+    Idle,
+    /// A send in flight: send timeout, renewed by every completed send.
+    Send,
+    /// Disk work (ring or helper): bounded by the disk, no timeout.
+    Busy,
+}
+
+struct Conn {
+    sock: OwnedFd,
+    state: ConnState,
+    generation: u32,
+    /// The ring operation in flight for this connection.
+    op: Option<OpId>,
+    phase: Phase,
+    deadline: Instant,
+    /// Close once the operation in flight completes.
+    closing: bool,
+    /// The header timeout fired: answer 408 once the cancelled receive returns.
+    timed_out: bool,
+    /// Bytes of an unfinished request had arrived when the receive was submitted.
+    partial: bool,
+    out: Option<Sending>,
+    opening: Option<Opening>,
+}
+
+struct UringLoop {
+    pipeline: Arc<Pipeline>,
+    ring: Ring,
+    helpers: HelperPool,
+    listener: Option<TcpListener>,
+    accept_op: Option<OpId>,
+    accept_paused_until: Option<Instant>,
+    at_cap: bool,
+    conns: Slab<Conn>,
+    next_gen: u32,
+    draining: bool,
+    spare: Vec<Vec<u8>>,
+    done: Vec<(u64, JobDone)>,
+}
+
+impl UringLoop {
+    fn new(pipeline: Arc<Pipeline>, ring: Ring, helpers: HelperPool, listener: TcpListener) -> Self {
+        UringLoop {
+            pipeline,
+            ring,
+            helpers,
+            listener: Some(listener),
+            accept_op: None,
+            accept_paused_until: None,
+            at_cap: false,
+            conns: Slab::with_capacity(1024),
+            next_gen: 0,
+            draining: false,
+            spare: Vec::new(),
+            done: Vec::new(),
+        }
+    }
+
+    fn run(mut self, shutdown: &AtomicBool) -> io::Result<()> {
+        if let Some(w) = self.helpers.waker() {
+            self.ring.poll_readable(WAKER, w);
+        }
+        let mut batch: Vec<Completion> = Vec::with_capacity(256);
+        let mut next_sweep = Instant::now() + TICK;
+        let mut drain_deadline = None;
+        loop {
+            if shutdown.load(Ordering::Relaxed) && !self.draining {
+                self.begin_drain();
+                drain_deadline = Some(Instant::now() + self.pipeline.cfg.shutdown_timeout);
+            }
+            if let Some(d) = drain_deadline
+                && ((self.conns.is_empty() && self.accept_op.is_none()) || Instant::now() >= d)
+            {
+                return Ok(()); // dropping the ring cancels what is left and waits for it
+            }
+            self.arm_accept();
+            self.ring.submit_and_wait(TICK)?;
+            self.ring.completions(&mut batch);
+            for c in batch.drain(..) {
+                match c.token {
+                    ACCEPT => self.on_accept(c.event),
+                    WAKER => self.on_waker(c.more),
+                    token => self.on_conn_event(token, c.event),
+                }
+            }
+            let now = Instant::now();
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + TICK;
+            }
+        }
+    }
+
+    // ---- accepting ---------------------------------------------------------------------
+
+    /// Keeps one accept armed while below the connection cap and not paused or draining.
+    fn arm_accept(&mut self) {
+        if self.accept_op.is_some() || self.draining {
+            return;
+        }
+        let Some(listener) = &self.listener else { return };
+        if self.conns.len() >= self.pipeline.cfg.max_connections {
+            if !self.at_cap {
+                self.at_cap = true;
+                bump(&self.pipeline.stats.accept_pauses);
+            }
+            return;
+        }
+        self.at_cap = false;
+        if self.accept_paused_until.is_some_and(|t| Instant::now() < t) {
+            return;
+        }
+        self.accept_paused_until = None;
+        self.accept_op = Some(self.ring.accept(ACCEPT, listener.as_fd()));
+    }
+
+    fn on_accept(&mut self, event: Event) {
+        self.accept_op = None;
+        let Event::Accepted(r) = event else { return };
+        if self.draining {
+            self.listener = None; // the port closes: new connections are refused
+            return; // an accepted socket, if any, is dropped (closed) here
+        }
+        match r {
+            Ok((sock, peer)) => self.register(sock, peer),
+            Err(e) if is_fd_exhaustion(&e) => {
+                eprintln!("amped: accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                bump(&self.pipeline.stats.accept_pauses);
+                self.accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
+            }
+            Err(_) => {} // ECONNABORTED and friends: the client gave up
+        }
+    }
+
+    fn register(&mut self, sock: OwnedFd, peer: Option<SocketAddr>) {
+        self.next_gen = self.next_gen.wrapping_add(1);
+        let peer = peer.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let key = self.conns.insert(Conn {
+            sock,
+            state: ConnState::new(peer),
+            generation: self.next_gen,
+            op: None,
+            phase: Phase::Head,
+            deadline: Instant::now() + self.pipeline.cfg.header_timeout,
+            closing: false,
+            timed_out: false,
+            partial: false,
+            out: None,
+            opening: None,
+        });
+        bump(&self.pipeline.stats.connections_accepted);
+        bump(&self.pipeline.stats.connections_open);
+        self.advance(key);
+    }
+
+    // ---- driving a connection ----------------------------------------------------------
+
+    fn token(&self, key: usize) -> u64 {
+        (u64::from(self.conns[key].generation) << 32) | key as u64
+    }
+
+    fn live_key(&self, token: u64) -> Option<usize> {
+        let key = (token & 0xffff_ffff) as usize;
+        match self.conns.get(key) {
+            Some(c) if c.generation == (token >> 32) as u32 => Some(key),
+            _ => None,
+        }
+    }
+
+    /// Moves a connection with nothing in flight on: continue its response, or ask the
+    /// pipeline what comes next.
+    fn advance(&mut self, key: usize) {
+        if self.conns[key].out.is_some() {
+            return self.pump(key);
+        }
+        let step = self.pipeline.next(&mut self.conns[key].state, self.draining);
+        self.on_step(key, step);
+    }
+
+    fn on_step(&mut self, key: usize, step: Step) {
+        match step {
+            Step::Respond(resp) => {
+                self.conns[key].out = Some(Sending::new(resp));
+                self.pump(key);
+            }
+            Step::Block(job) => self.run_job(key, job),
+            Step::NeedMore => self.receive(key),
+            Step::Close => self.close(key),
+        }
+    }
+
+    /// Submits the next operation of the response in flight, or finishes it.
+    fn pump(&mut self, key: usize) {
+        let token = self.token(key);
+        let spare = &mut self.spare;
+        let c = &mut self.conns[key];
+        let out = c.out.as_mut().expect("a response in flight");
+        match out.next(|| spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK))) {
+            Next::Send(g, more) => {
+                c.op = Some(self.ring.send(token, c.sock.as_fd(), g, more));
+                c.phase = Phase::Send;
+                c.deadline = Instant::now() + self.pipeline.cfg.send_timeout;
+            }
+            Next::Read { file, offset, max, buf } => {
+                c.op = Some(self.ring.read(token, file.file.as_fd(), buf, offset, max));
+                c.phase = Phase::Busy;
+            }
+            Next::Done => {
+                let out = c.out.take().expect("a response in flight");
+                self.pipeline.complete(&out.resp, out.body_sent);
+                let close = out.resp.close;
+                if let Some(buf) = out.into_buffer()
+                    && self.spare.len() < SPARE_BUFFERS
+                {
+                    self.spare.push(buf);
+                }
+                if close { self.close(key) } else { self.advance(key) }
+            }
+        }
+    }
+
+    /// Submits a receive into the connection's input buffer.
+    fn receive(&mut self, key: usize) {
+        let token = self.token(key);
+        let cfg = &self.pipeline.cfg;
+        let c = &mut self.conns[key];
+        let phase = if c.state.is_idle() { Phase::Idle } else { Phase::Head };
+        if self.draining && phase == Phase::Idle {
+            return self.close(key);
+        }
+        if c.phase != phase {
+            c.phase = phase;
+            c.deadline = Instant::now() + if phase == Phase::Idle { cfg.keepalive_timeout } else { cfg.header_timeout };
+        }
+        c.partial = c.state.has_partial_request();
+        let cap = if c.state.inbuf.is_empty() { RECV_FIRST } else { RECV_MORE };
+        let want = c.state.read_hint(cfg.limits.max_head_bytes).min(cap);
+        let buf = std::mem::take(&mut c.state.inbuf);
+        c.op = Some(self.ring.recv(token, c.sock.as_fd(), buf, want));
+    }
+
+    /// A blocking step: `openat`/`statx` on the ring when the translation is known to be a
+    /// file; anything else (a full translation, a listing) on a helper.
+    fn run_job(&mut self, key: usize, job: Job) {
+        let token = self.token(key);
+        let c = &mut self.conns[key];
+        c.phase = Phase::Busy;
+        match job {
+            Job::Resolve { url_path, known: Some(Translation::File(path)), .. } => {
+                let mut opening = Opening::new(url_path, path);
+                match self.ring.open(token, &opening.path) {
+                    Ok(op) => {
+                        c.op = Some(op);
+                        c.opening = Some(opening);
+                    }
+                    Err(e) => {
+                        let OpenStep::Done(r) = opening.opened(Err(e)) else { unreachable!("a failed open finishes") };
+                        let step = self.pipeline.resume(&mut c.state, JobDone::Resolved(r));
+                        self.on_step(key, step);
+                    }
+                }
+            }
+            job => {
+                if let Some(done) = self.helpers.submit(token, job) {
+                    let step = self.pipeline.resume(&mut c.state, done);
+                    self.on_step(key, step);
+                }
+            }
+        }
+    }
+
+    fn on_open_step(&mut self, key: usize, step: OpenStep) {
+        let token = self.token(key);
+        let c = &mut self.conns[key];
+        match step {
+            OpenStep::Stat => {
+                let opening = c.opening.as_ref().expect("an open in progress");
+                let fd = opening.file().expect("an opened file").as_fd();
+                c.op = Some(self.ring.statx(token, fd));
+            }
+            OpenStep::ReadBody(max) => {
+                let opening = c.opening.as_ref().expect("an open in progress");
+                let fd = opening.file().expect("an opened file").as_fd();
+                c.op = Some(self.ring.read(token, fd, Vec::with_capacity(max), 0, max));
+            }
+            OpenStep::Done(resolved) => {
+                c.opening = None;
+                let step = self.pipeline.resume(&mut c.state, JobDone::Resolved(resolved));
+                self.on_step(key, step);
+            }
+        }
+    }
+
+    // ---- completions -------------------------------------------------------------------
+
+    fn on_conn_event(&mut self, token: u64, event: Event) {
+        let Some(key) = self.live_key(token) else { return };
+        let c = &mut self.conns[key];
+        c.op = None;
+        if c.closing {
+            return self.finalize(key);
+        }
+        match event {
+            Event::Received(r, buf) => {
+                c.state.inbuf = buf;
+                if c.timed_out {
+                    let resp = self.pipeline.timeout_response(c.state.peer);
+                    c.out = Some(Sending::new(resp));
+                    return self.pump(key);
+                }
+                match r {
+                    Ok(0) | Err(_) => self.close(key),
+                    Ok(_) => self.advance(key),
+                }
+            }
+            Event::Sent(r, g) => {
+                let out = c.out.as_mut().expect("a send belongs to a response");
+                match r {
+                    Ok(n) if n > 0 => {
+                        out.sent(g, n);
+                        self.pump(key);
+                    }
+                    _ => {
+                        out.restore(g);
+                        self.close(key); // the peer went away: log what was sent, close
+                    }
+                }
+            }
+            Event::Read(r, buf) => {
+                if let Some(opening) = c.opening.as_mut() {
+                    let step = opening.body_read(r, buf);
+                    return self.on_open_step(key, step);
+                }
+                let out = c.out.as_mut().expect("a file read belongs to a response");
+                let n = r.unwrap_or(0);
+                if out.chunk_read(buf, n) {
+                    self.pump(key);
+                } else {
+                    self.close(key); // read error, or the file shrank under the response
+                }
+            }
+            Event::Opened(r) => {
+                let step = c.opening.as_mut().expect("an open in progress").opened(r);
+                self.on_open_step(key, step);
+            }
+            Event::Stat(r) => {
+                let step = c.opening.as_mut().expect("an open in progress").statted(r, &self.pipeline.cfg);
+                self.on_open_step(key, step);
+            }
+            Event::Accepted(_) | Event::Polled(_) => {}
+        }
+    }
+
+    /// Helper jobs finished: resume their connections.
+    fn on_waker(&mut self, more: bool) {
+        self.helpers.drain_waker();
+        let mut done = std::mem::take(&mut self.done);
+        self.helpers.completed(&mut done);
+        for (token, result) in done.drain(..) {
+            let Some(key) = self.live_key(token) else { continue };
+            if self.conns[key].closing {
+                continue;
+            }
+            let step = self.pipeline.resume(&mut self.conns[key].state, result);
+            self.on_step(key, step);
+        }
+        self.done = done;
+        if !more && let Some(w) = self.helpers.waker() {
+            self.ring.poll_readable(WAKER, w); // the multishot poll ended: re-arm it
+        }
+    }
+
+    // ---- closing, timeouts, shutdown -----------------------------------------------------
+
+    /// Closes a connection: at once if nothing is in flight, else after cancelling it.
+    fn close(&mut self, key: usize) {
+        let c = &mut self.conns[key];
+        match c.op {
+            Some(op) => {
+                if !c.closing {
+                    c.closing = true;
+                    self.ring.cancel(op);
+                }
+            }
+            None => self.finalize(key),
+        }
+    }
+
+    fn finalize(&mut self, key: usize) {
+        let c = self.conns.remove(key);
+        if let Some(out) = &c.out {
+            // Abandoned mid-response: log what was sent.
+            self.pipeline.complete(&out.resp, out.body_sent);
+        }
+        drop_one(&self.pipeline.stats.connections_open);
+    }
+
+    fn sweep(&mut self, now: Instant) {
+        let expired: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.phase != Phase::Busy && !c.closing && !c.timed_out && c.deadline <= now)
+            .map(|(k, _)| k)
+            .collect();
+        for key in expired {
+            bump(&self.pipeline.stats.timeouts);
+            let c = &mut self.conns[key];
+            match c.op {
+                Some(op) if c.phase == Phase::Head && c.partial && c.out.is_none() => {
+                    // Cancel the receive; its completion sends the 408 (then closes).
+                    c.timed_out = true;
+                    c.deadline = now + self.pipeline.cfg.send_timeout;
+                    self.ring.cancel(op);
+                }
+                _ => self.close(key),
+            }
+        }
+    }
+
+    /// Graceful shutdown begins: stop accepting (the port closes once the accept is
+    /// cancelled), close idle connections, let the others finish their responses.
+    fn begin_drain(&mut self) {
+        self.draining = true;
+        match self.accept_op {
+            Some(op) => self.ring.cancel(op),
+            None => self.listener = None,
+        }
+        let idle: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.out.is_none() && matches!(c.phase, Phase::Head | Phase::Idle) && !c.partial && c.op.is_some())
+            .map(|(k, _)| k)
+            .collect();
+        for key in idle {
+            self.close(key);
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! A response on its way out through the ring: what to submit next for it.
+//!
+//! Heads and in-memory bodies leave in one gather `sendmsg` (Flash §5.4's gather write).
+//! File bodies are read through the ring into a buffer (`IORING_OP_READ`), a chunk at a time,
+//! and each chunk leaves with a `sendmsg` — the first one together with the head, `MSG_MORE`
+//! while chunks remain. There is no `sendfile` in io_uring; `IORING_OP_SPLICE` would be the
+//! zero-copy path, but the kernel always runs splice on an io-wq worker thread, and a splice
+//! into a full socket blocks that worker: a slow client would pin a kernel thread, which is
+//! what the ring is meant to avoid. Read + send stays fully asynchronous (see
+//! docs/ARCHS-notes.md), so `--no-zero-copy` changes nothing here.
+
+use crate::cache::FileEntry;
+use crate::pipeline::{Body, Response};
+use amped_sys::uring::{Chunk, Gather};
+use std::sync::Arc;
+
+/// Largest file chunk read and sent in one round.
+pub(super) const CHUNK: usize = 128 << 10;
+
+/// The part of a file body not read yet.
+#[derive(Debug)]
+struct FileLeft {
+    file: Arc<FileEntry>,
+    next: u64,
+    end: u64,
+}
+
+/// What to do next for a response.
+pub(super) enum Next {
+    /// Send this gather list (`more`: further chunks follow).
+    Send(Gather, bool),
+    /// Read up to `max` bytes of `file` at `offset` into `buf` (empty, with capacity).
+    Read { file: Arc<FileEntry>, offset: u64, max: usize, buf: Vec<u8> },
+    /// All sent.
+    Done,
+}
+
+/// A response being sent.
+#[derive(Debug)]
+pub(super) struct Sending {
+    /// The response (its head moved into the gather list).
+    pub resp: Response,
+    /// Body bytes sent so far (for the access log).
+    pub body_sent: u64,
+    /// The unsent bytes; `None` while the ring holds them.
+    gather: Option<Gather>,
+    file: Option<FileLeft>,
+}
+
+impl Sending {
+    /// Starts sending `resp`.
+    pub fn new(mut resp: Response) -> Sending {
+        let head = std::mem::take(&mut resp.head);
+        let (body, body_range, file) = match &resp.body {
+            Body::None => (Chunk::Empty, 0..0, None),
+            Body::Memory(bytes, r) => (Chunk::Shared(bytes.clone()), r.clone(), None),
+            Body::File { file, offset, len } => {
+                (Chunk::Empty, 0..0, Some(FileLeft { file: file.clone(), next: *offset, end: offset + len }))
+            }
+        };
+        Sending { resp, body_sent: 0, gather: Some(Gather { head, head_from: 0, body, body_range }), file }
+    }
+
+    /// The next operation, taking the gather list or the chunk buffer out for the ring.
+    /// `spare` supplies a read buffer when none is at hand.
+    pub fn next(&mut self, spare: impl FnOnce() -> Vec<u8>) -> Next {
+        let Some(mut g) = self.gather.take() else { return Next::Done };
+        let file_left = self.file.as_ref().is_some_and(|f| f.next < f.end);
+        if file_left && g.body_range.is_empty() {
+            // The chunk in hand is sent (or there is none yet): read the next one. The head,
+            // if still unsent, waits and leaves with it.
+            let f = self.file.as_ref().expect("file_left");
+            let mut buf = match std::mem::replace(&mut g.body, Chunk::Empty) {
+                Chunk::Owned(v) => v,
+                _ => spare(),
+            };
+            buf.clear();
+            let max = ((f.end - f.next) as usize).min(CHUNK);
+            let (file, offset) = (f.file.clone(), f.next);
+            self.gather = Some(g);
+            return Next::Read { file, offset, max, buf };
+        }
+        if g.remaining() > 0 {
+            return Next::Send(g, file_left);
+        }
+        self.gather = Some(g);
+        Next::Done
+    }
+
+    /// A chunk of `n` bytes was read into `buf`. False if the file ended early (it shrank
+    /// after the head promised more): the response cannot be completed.
+    pub fn chunk_read(&mut self, buf: Vec<u8>, n: usize) -> bool {
+        let (Some(g), Some(f)) = (self.gather.as_mut(), self.file.as_mut()) else { return false };
+        if n == 0 {
+            g.body = Chunk::Owned(buf);
+            return false;
+        }
+        f.next += n as u64;
+        g.body_range = 0..buf.len();
+        g.body = Chunk::Owned(buf);
+        true
+    }
+
+    /// `n` bytes of `g` were sent.
+    pub fn sent(&mut self, mut g: Gather, n: usize) {
+        self.body_sent += g.advance(n) as u64;
+        self.gather = Some(g);
+    }
+
+    /// Gives the gather list back after a failed send.
+    pub fn restore(&mut self, g: Gather) {
+        self.gather = Some(g);
+    }
+
+    /// The chunk buffer, for reuse by the next file response.
+    pub fn into_buffer(self) -> Option<Vec<u8>> {
+        match self.gather?.body {
+            Chunk::Owned(v) => Some(v),
+            _ => None,
+        }
+    }
+}
