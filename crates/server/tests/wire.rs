@@ -26,7 +26,6 @@ macro_rules! arch_tests {
         arch_tests!(@expand $tests
             sped => ["--arch", "sped"],
             amped => ["--arch", "amped"],
-            uring => ["--arch", "uring"],
             mt => ["--arch", "mt"],
             // A pool serves one connection per thread and the suite holds ~300 open at once
             // (many_idle_connections), so it runs with a pool that large; what a saturated
