@@ -78,3 +78,5 @@ mod paths_security;
 mod protocol;
 #[path = "wire/real_client.rs"]
 mod real_client;
+#[path = "wire/uring_specific.rs"]
+mod uring_specific;

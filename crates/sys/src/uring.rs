@@ -177,7 +177,14 @@ impl Ring {
             .setup_defer_taskrun()
             .build(entries)
             .or_else(|e| if e.raw_os_error() == Some(libc::EINVAL) { IoUring::builder().setup_cqsize(cq).build(entries) } else { Err(e) })
-            .map_err(|e| io::Error::new(e.kind(), format!("io_uring_setup: {e}")))?;
+            .map_err(|e| {
+                let why = match e.raw_os_error() {
+                    Some(libc::EPERM) => "permission denied: kernel.io_uring_disabled or a seccomp filter".to_string(),
+                    Some(libc::ENOSYS) => "not implemented by this kernel".to_string(),
+                    _ => e.to_string(),
+                };
+                io::Error::new(e.kind(), format!("io_uring_setup: {why}"))
+            })?;
         let mut probe = io_uring::Probe::new();
         ring.submitter().register_probe(&mut probe).map_err(|e| io::Error::new(e.kind(), format!("io_uring probe: {e}")))?;
         for (code, name) in [

@@ -371,6 +371,7 @@ impl UringLoop {
             Event::Received(r, buf) => {
                 c.state.inbuf = buf;
                 if c.timed_out {
+                    c.timed_out = false; // from here the send timeout applies to the 408
                     let resp = self.pipeline.timeout_response(c.state.peer);
                     c.out = Some(Sending::new(resp));
                     return self.pump(key);
