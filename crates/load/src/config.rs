@@ -99,11 +99,11 @@ impl Config {
         self.connections / self.threads + usize::from(thread < self.connections % self.threads)
     }
 
-    /// File descriptors a run may hold at once: every connection, plus one closing connection
-    /// per slot in session modes, plus each thread's epoll and timer, plus slack for stdio.
+    /// File descriptors a run holds at once: every connection, each thread's epoll and timer,
+    /// and slack for stdio and for connections waiting for the server's FIN after a
+    /// `Connection: close` (brief; running out later shows up as connect errors).
     pub fn fds_needed(&self) -> u64 {
-        let closing = if self.per_conn.is_some() { self.connections } else { 0 };
-        (self.connections + closing + 2 * self.threads + 32) as u64
+        (self.connections + 2 * self.threads + 64) as u64
     }
 
     /// The same run, shortened to the warm-up: unmeasured, time-bounded, no request count.

@@ -20,6 +20,7 @@ mod rlimit;
 mod rng;
 mod run;
 mod schedule;
+mod start;
 mod stats;
 mod target;
 mod worker;
@@ -30,15 +31,20 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use clap::Parser;
+use clap::Parser as _;
 
 use crate::stats::ErrorKind;
 
 /// Exit status for unusable arguments or files (clap uses it too).
 const EXIT_USAGE: u8 = 2;
+/// Exit status after a second Ctrl-C or one during the warm-up (128 + SIGINT).
+const EXIT_INTERRUPTED: i32 = 130;
 
 fn main() -> ExitCode {
-    let args = cli::Args::parse();
+    let args = match cli::Args::try_parse() {
+        Ok(args) => args,
+        Err(e) => return usage_error(e),
+    };
     let config = match config::Config::from_args(args, std::io::stderr().is_terminal()) {
         Ok(config) => config,
         Err(e) => return fail(&e, EXIT_USAGE),
@@ -50,16 +56,25 @@ fn main() -> ExitCode {
     if let Err(e) = rlimit::raise_nofile(config.fds_needed()) {
         return fail(&e, 1);
     }
+    // First Ctrl-C: stop and report what was measured; second: exit at once.
     let interrupted = Arc::new(AtomicBool::new(false));
-    if let Err(e) =
-        signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
-    {
+    let sigint = signal_hook::consts::SIGINT;
+    let handlers = signal_hook::flag::register_conditional_shutdown(
+        sigint,
+        EXIT_INTERRUPTED,
+        Arc::clone(&interrupted),
+    )
+    .and_then(|_| signal_hook::flag::register(sigint, Arc::clone(&interrupted)));
+    if let Err(e) = handlers {
         return fail(&format!("cannot handle SIGINT: {e}"), 1);
     }
-    if let Some(warmup) = config.warmup_run()
-        && let Err(e) = run::run(&warmup, &workload, &interrupted)
-    {
-        return fail(&e, 1);
+    if let Some(warmup) = config.warmup_run() {
+        if let Err(e) = run::run(&warmup, &workload, &interrupted) {
+            return fail(&e, 1);
+        }
+        if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
+            return fail("interrupted during the warm-up", EXIT_INTERRUPTED as u8);
+        }
     }
     let outcome = match run::run(&config, &workload, &interrupted) {
         Ok(outcome) => outcome,
@@ -90,6 +105,23 @@ fn main() -> ExitCode {
         return fail(&format!("no request got a valid response{why}"), 1);
     }
     ExitCode::SUCCESS
+}
+
+/// Reports a command-line error in one line (clap's own message, without the usage block);
+/// `--help` and `--version` print as usual.
+fn usage_error(error: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind as Kind;
+    if matches!(
+        error.kind(),
+        Kind::DisplayHelp | Kind::DisplayVersion | Kind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        error.exit();
+    }
+    let text = error.render().to_string();
+    let message = text.split("\n\n").next().unwrap_or_default();
+    let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    fail(&format!("{message} (see ampload --help)"), EXIT_USAGE)
 }
 
 /// Prints one line on stderr and returns the exit status.

@@ -1,4 +1,4 @@
-//! Running a whole load: one [`Worker`] per thread, started together on a shared time zero,
+//! Running a whole load: one [`Worker`] per thread, started together from a shared time zero,
 //! their [`Stats`] merged at the end, and the progress line drawn meanwhile.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,13 +7,10 @@ use std::time::{Duration, Instant};
 use crate::budget::Budget;
 use crate::config::{Config, Mode};
 use crate::progress;
+use crate::start::StartLine;
 use crate::stats::Stats;
 use crate::worker::{ProgressCell, Shared, Worker};
 use crate::workload::Workload;
-
-/// Head start before an open-loop schedule begins: threads start and pools connect first, so
-/// the first due requests are not late because of set-up.
-const OPEN_LOOP_HEAD_START: Duration = Duration::from_millis(20);
 
 /// What a run measured.
 pub struct Outcome {
@@ -33,10 +30,7 @@ pub fn run(
         Mode::Closed => config.requests,
         Mode::Open { .. } => None,
     });
-    let origin = match config.mode {
-        Mode::Closed => Instant::now(),
-        Mode::Open { .. } => Instant::now() + OPEN_LOOP_HEAD_START,
-    };
+    let start = StartLine::new(config.threads);
     let cells: Vec<ProgressCell> = (0..config.threads).map(|_| ProgressCell::default()).collect();
     let done = AtomicBool::new(false);
     let results: Vec<Result<Stats, String>> = std::thread::scope(|scope| {
@@ -48,16 +42,27 @@ pub fn run(
                     budget: &budget,
                     interrupted,
                     progress: &cells[index],
-                    origin,
+                    start: &start,
                 };
-                std::thread::Builder::new()
+                let start = &start;
+                let work = move || match Worker::new(shared, index) {
+                    Ok(worker) => Ok(worker.run()),
+                    Err(e) => {
+                        start.withdraw();
+                        Err(e)
+                    }
+                };
+                let spawned = std::thread::Builder::new()
                     .name(format!("ampload-{index}"))
-                    .spawn_scoped(scope, move || Worker::new(shared, index).map(Worker::run))
-                    .map_err(|e| format!("cannot start a thread: {e}"))
+                    .spawn_scoped(scope, work);
+                spawned.map_err(|e| {
+                    start.withdraw();
+                    format!("cannot start a thread: {e}")
+                })
             })
             .collect();
         if config.progress {
-            scope.spawn(|| progress::print_until(&cells, &done, origin));
+            scope.spawn(|| progress::print_until(&cells, &done, Instant::now()));
         }
         let results = workers
             .into_iter()
@@ -75,5 +80,14 @@ pub fn run(
         stats.merge(&result?);
     }
     let end = stats.finished.unwrap_or_else(Instant::now);
-    Ok(Outcome { duration: end.saturating_duration_since(origin), stats })
+    let mut duration =
+        start.origin().map_or(Duration::ZERO, |origin| end.saturating_duration_since(origin));
+    // A time-bounded run lasts at least its duration, even if its last (open-loop) request
+    // was due and answered a little before the end.
+    if let (Some(bound), None, false, false) =
+        (config.duration, config.requests, stats.unreachable, interrupted.load(Ordering::Relaxed))
+    {
+        duration = duration.max(bound);
+    }
+    Ok(Outcome { duration, stats })
 }

@@ -57,6 +57,11 @@ impl Schedule {
         Some(self.origin + offset)
     }
 
+    /// Sets time zero (known only once every thread is ready).
+    pub fn start_at(&mut self, origin: Instant) {
+        self.origin = origin;
+    }
+
     /// Moves past the request [`peek`](Self::peek) returned.
     pub fn advance(&mut self) {
         self.next += self.stride;

@@ -29,6 +29,7 @@ use slab::Slab;
 use crate::budget::Budget;
 use crate::config::{Config, Mode};
 use crate::conn::{self, Conn, Pending, Phase, Quota, ReadOutcome};
+use crate::start::StartLine;
 use crate::stats::{ErrorKind, Stats};
 use crate::workload::{Picker, Workload};
 
@@ -53,8 +54,8 @@ pub struct Shared<'a> {
     pub interrupted: &'a AtomicBool,
     /// Where this thread publishes its counts for the progress line.
     pub progress: &'a ProgressCell,
-    /// Time zero of the run (the open loop's schedule starts here).
-    pub origin: Instant,
+    /// Where the threads meet to get time zero.
+    pub start: &'a StartLine,
 }
 
 /// A thread's counts, published every [`SCAN_EVERY`] for the progress line.
@@ -71,6 +72,7 @@ pub struct Worker<'a> {
     budget: &'a Budget,
     interrupted: &'a AtomicBool,
     progress: &'a ProgressCell,
+    start: &'a StartLine,
     epoll: OwnedFd,
     conns: Slab<Conn>,
     next_generation: u32,
@@ -91,7 +93,7 @@ pub struct Worker<'a> {
     connected_once: bool,
     /// No more requests are issued (deadline, interrupt, unreachable server).
     stopping: bool,
-    /// Closed loop: when issuing stops.
+    /// Closed loop: when issuing stops (`--duration` after time zero).
     deadline: Option<Instant>,
     /// Once issuing has stopped: when anything still unanswered is written off as timed out.
     hard_stop: Option<Instant>,
@@ -108,7 +110,7 @@ impl<'a> Worker<'a> {
             epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| format!("epoll_create: {e}"))?;
         let open = match config.mode {
             Mode::Closed => None,
-            Mode::Open { rate } => Some(OpenLoop::new(config, &epoll, shared.origin, rate, index)?),
+            Mode::Open { rate } => Some(OpenLoop::new(config, &epoll, rate, index)?),
         };
         Ok(Worker {
             config,
@@ -116,6 +118,7 @@ impl<'a> Worker<'a> {
             budget: shared.budget,
             interrupted: shared.interrupted,
             progress: shared.progress,
+            start: shared.start,
             epoll,
             conns: Slab::new(),
             next_generation: 0,
@@ -129,7 +132,7 @@ impl<'a> Worker<'a> {
             outstanding: 0,
             connected_once: false,
             stopping: false,
-            deadline: config.duration.map(|d| shared.origin + d),
+            deadline: None,
             hard_stop: None,
             stats: Stats::default(),
             doomed: Vec::new(),
@@ -138,10 +141,17 @@ impl<'a> Worker<'a> {
 
     /// Runs to the end of the run and returns what was measured.
     pub fn run(mut self) -> Stats {
-        let mut next_scan = Instant::now() + SCAN_EVERY;
         if self.open.is_some() {
             self.open_pool(Instant::now());
+            self.await_pool();
         }
+        let origin = self.start.cross();
+        match &mut self.open {
+            // The schedule itself ends at the duration: every request due before it is sent.
+            Some(open) => open.start_at(origin),
+            None => self.deadline = self.config.duration.map(|d| origin + d),
+        }
+        let mut next_scan = Instant::now() + SCAN_EVERY;
         loop {
             let now = Instant::now();
             if self.interrupted.load(Ordering::Relaxed) {

@@ -41,21 +41,26 @@ pub struct OpenLoop {
 
 impl OpenLoop {
     /// Thread `index`'s schedule and timer.
+    /// Its time zero is set by [`start_at`](Self::start_at).
     pub fn new(
         config: &Config,
         epoll: &OwnedFd,
-        origin: Instant,
         rate: f64,
         index: usize,
     ) -> Result<OpenLoop, String> {
-        let schedule =
-            Schedule::new(origin, rate, (index, config.threads), config.requests, config.duration);
+        let (threads, limit, end) = (config.threads, config.requests, config.duration);
+        let schedule = Schedule::new(Instant::now(), rate, (index, threads), limit, end);
         let flags = TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC;
         let timer = time::timerfd_create(TimerfdClockId::Monotonic, flags)
             .map_err(|e| format!("timerfd_create: {e}"))?;
         epoll::add(epoll, &timer, EventData::new_u64(TIMER_TOKEN), EventFlags::IN | EventFlags::ET)
             .map_err(|e| format!("epoll_ctl: {e}"))?;
         Ok(OpenLoop { schedule, timer, armed: None, available: Vec::new() })
+    }
+
+    /// Starts the schedule at time zero.
+    pub fn start_at(&mut self, origin: Instant) {
+        self.schedule.start_at(origin);
     }
 
     /// The schedule has no more requests.
@@ -87,6 +92,18 @@ impl Worker<'_> {
                 Ok(key) => self.list(key),
                 Err(detail) => return self.connect_failed(detail, 1),
             }
+        }
+    }
+
+    /// Waits (at most `--timeout`) until the pool's connects have completed or failed.
+    pub(super) fn await_pool(&mut self) {
+        let give_up = Instant::now() + self.config.timeout;
+        while !self.stopping
+            && Instant::now() < give_up
+            && !self.interrupted.load(std::sync::atomic::Ordering::Relaxed)
+            && self.conns.iter().any(|(_, c)| c.phase == crate::conn::Phase::Connecting)
+        {
+            self.wait(Duration::from_millis(10));
         }
     }
 
