@@ -62,6 +62,8 @@ macro_rules! arch_tests {
 
 #[path = "wire/amped_helpers.rs"]
 mod amped_helpers;
+#[path = "wire/archs_specific.rs"]
+mod archs_specific;
 #[path = "wire/caching_staleness.rs"]
 mod caching_staleness;
 #[path = "wire/cli.rs"]

@@ -15,8 +15,10 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
 /// Spawns `cmd` as a worker: `listener` stays open in it under the same descriptor number,
-/// it receives SIGTERM when the spawning thread's process dies (`PR_SET_PDEATHSIG`), and, with
-/// `cpu`, it runs pinned to that CPU. Spawning fails if the parent died during the fork.
+/// it receives SIGTERM when the spawning thread dies (`PR_SET_PDEATHSIG` fires on the exit of
+/// the thread that forked, so spawn from a thread that outlives the worker), and, with `cpu`,
+/// it runs pinned to that CPU if the system allows. Spawning fails if the parent died during
+/// the fork.
 pub fn spawn_worker(mut cmd: Command, listener: &TcpListener, cpu: Option<usize>) -> io::Result<Child> {
     let fd: RawFd = listener.as_raw_fd();
     let parent: Pid = getpid();
@@ -36,7 +38,7 @@ pub fn spawn_worker(mut cmd: Command, listener: &TcpListener, cpu: Option<usize>
         let listener = unsafe { BorrowedFd::borrow_raw(fd) };
         fcntl_setfd(listener, FdFlags::empty())?;
         if let Some(set) = &cpus {
-            sched_setaffinity(None, set)?;
+            let _ = sched_setaffinity(None, set); // best effort, like the event loops' pinning
         }
         Ok(())
     };

@@ -1,0 +1,310 @@
+//! What is specific to the thread and process architectures and to `--instances`: a saturated
+//! pool (queueing, head-of-line blocking, 503 on overflow, counted), graceful shutdown of a
+//! saturated pool, mp workers replaced after a crash, stopped with the parent (gracefully or
+//! not) and pinned with `--pin`, and N event loops on one port. These tests name their
+//! architecture and do not go through `arch_tests!` (the whole suite runs against each
+//! architecture there).
+
+use crate::common::*;
+use std::collections::BTreeSet;
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::thread;
+use std::time::{Duration, Instant};
+
+const STATS: &str = "/.amped/stats";
+const BIG_LEN: usize = 16 << 20;
+
+fn fill(root: &Path) {
+    write(root, "a.txt", "AAAA");
+    write(root, "big.bin", pseudo_random(BIG_LEN, 5));
+}
+
+/// A keep-alive connection that has had one request answered (so a worker now holds it).
+fn held_connection(s: &Server) -> Conn {
+    let mut c = s.conn();
+    c.send(req("GET", "/a.txt", ""));
+    assert_eq!(c.response().assert_status(200).body, b"AAAA");
+    c
+}
+
+/// Poll `cond` every 50 ms for up to `limit`.
+fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// pool
+
+/// `--threads 2 --queue 2`, 2 + 2 + 3 keep-alive clients: two are served and held, two wait in
+/// the queue (head-of-line blocking behind the held ones), three find the queue full and get a
+/// 503 with `Connection: close` at once. Overflow is counted and reported on stderr; the queued
+/// clients are served, in turn, as soon as the held ones leave.
+#[test]
+fn pool_saturation_queues_then_refuses_with_503() {
+    let s = Server::start(
+        &["--arch", "pool", "--threads", "2", "--queue", "2"],
+        &["--stats-path", STATS, "--keepalive-timeout", "30"],
+        fill,
+    );
+    let mut held: Vec<Conn> = (0..2).map(|_| held_connection(&s)).collect();
+    let mut queued: Vec<Conn> = (0..2)
+        .map(|_| {
+            let mut c = s.conn();
+            c.send(req("GET", "/a.txt", ""));
+            c
+        })
+        .collect();
+    for c in &mut queued {
+        c.assert_silent_for(Duration::from_millis(300));
+        c.stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    }
+    for _ in 0..3 {
+        let mut c = s.conn();
+        c.send(req("GET", "/a.txt", ""));
+        let r = c.response();
+        r.assert_status(503);
+        assert!(r.connection_has("close"), "{r:?}");
+        assert!(r.header("retry-after").is_some(), "{r:?}");
+        c.assert_closed(Duration::from_secs(2));
+    }
+    assert!(
+        eventually(Duration::from_secs(2), || s.stderr().contains("refused")),
+        "no overflow line on stderr: {}",
+        s.stderr()
+    );
+    // The held clients leave: the queued ones are served, each by the worker that freed up.
+    for (h, q) in held.drain(..).zip(&mut queued) {
+        drop(h);
+        assert_eq!(q.response().assert_status(200).body, b"AAAA");
+    }
+    drop(queued);
+    let st = stats(s.addr, STATS);
+    assert_eq!(counter(&st, "queue_overflows"), 3, "{st}");
+}
+
+/// `--threads 1`: a client queued behind an idle keep-alive connection waits until that one
+/// idles out (`--keepalive-timeout 1`), then is served — head-of-line blocking, bounded by the
+/// keep-alive timeout, never a hang.
+#[test]
+fn pool_head_of_line_blocking_ends_with_keepalive_timeout() {
+    let s = Server::start(&["--arch", "pool", "--threads", "1"], &["--keepalive-timeout", "1"], fill);
+    let mut idle = held_connection(&s);
+    let start = Instant::now();
+    let mut waiting = s.conn();
+    waiting.send(req("GET", "/a.txt", ""));
+    assert_eq!(waiting.response().assert_status(200).body, b"AAAA");
+    let waited = start.elapsed();
+    assert!(waited >= Duration::from_millis(600), "served after {waited:?}: no worker was busy?");
+    assert!(waited < Duration::from_secs(4), "served only after {waited:?}");
+    idle.assert_closed(Duration::from_secs(1));
+}
+
+/// SIGTERM to a saturated pool (`--threads 1`): the download in flight completes, the
+/// connection that was queued before the signal is answered with `Connection: close`, and the
+/// server exits 0.
+#[test]
+fn pool_graceful_shutdown_drains_the_queue() {
+    let mut s = Server::start(&["--arch", "pool", "--threads", "1"], &["--shutdown-timeout", "8"], fill);
+    let (mut download, head_len) = start_download(&s);
+    let mut queued = s.conn();
+    queued.send(req("GET", "/a.txt", ""));
+    queued.assert_silent_for(Duration::from_millis(300));
+    queued.stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    s.signal("TERM");
+    assert_eq!(read_to_end_slowly(&mut download), head_len + BIG_LEN, "download cut short");
+    let r = queued.response();
+    assert_eq!(r.assert_status(200).body, b"AAAA");
+    assert!(r.connection_has("close"), "{r:?}");
+    let status = s.wait_exit(Duration::from_secs(8)).expect("no exit after SIGTERM");
+    assert!(status.success(), "exit status {status}");
+}
+
+/// GET /big.bin with `Connection: close`; returns the stream and the length of the head.
+fn start_download(s: &Server) -> (TcpStream, usize) {
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    stream.write_all(get_req("/big.bin").as_bytes()).unwrap();
+    let mut buf = [0u8; 4096];
+    let n = stream.peek(&mut buf).unwrap();
+    let head = buf[..n].windows(4).position(|w| w == b"\r\n\r\n").expect("head in the first segment") + 4;
+    assert!(buf.starts_with(b"HTTP/1.1 200"), "{:?}", String::from_utf8_lossy(&buf[..n]));
+    (stream, head)
+}
+
+/// Reads until EOF, pausing between reads (a slow client); returns the byte count.
+fn read_to_end_slowly(stream: &mut TcpStream) -> usize {
+    let mut total = 0;
+    let mut chunk = vec![0u8; 256 << 10];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => return total,
+            Ok(n) => total += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => panic!("download failed after {total} bytes: {e}"),
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// mp
+
+/// The live children of process `parent` (from /proc/*/stat; zombies excluded).
+fn children(parent: u32) -> BTreeSet<u32> {
+    let mut out = BTreeSet::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let mut fields = rest.split_whitespace();
+        let (state, ppid) = (fields.next(), fields.next().and_then(|p| p.parse::<u32>().ok()));
+        if ppid == Some(parent) && state != Some("Z") {
+            out.insert(pid);
+        }
+    }
+    out
+}
+
+/// True while `pid` exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().next() != Some("Z")))
+        .unwrap_or(false)
+}
+
+/// The worker pids of an mp server, once all `n` are up.
+fn workers(s: &Server, n: usize) -> BTreeSet<u32> {
+    let mut found = BTreeSet::new();
+    let up = eventually(Duration::from_secs(5), || {
+        found = children(s.pid());
+        found.len() == n
+    });
+    assert!(up, "expected {n} workers, found {found:?}");
+    found
+}
+
+/// kill -9 of a worker: the parent starts a new one (and says so) and the server keeps serving.
+#[test]
+fn mp_worker_crash_is_replaced() {
+    let mut s = Server::start(&["--arch", "mp", "--processes", "2"], &[], fill);
+    let before = workers(&s, 2);
+    let victim = *before.iter().next().unwrap();
+    let status = std::process::Command::new("kill").args(["-KILL", &victim.to_string()]).status().unwrap();
+    assert!(status.success());
+    let mut now = BTreeSet::new();
+    let replaced = eventually(Duration::from_secs(5), || {
+        now = children(s.pid());
+        now.len() == 2 && !now.contains(&victim)
+    });
+    assert!(replaced, "worker {victim} not replaced: workers now {now:?}");
+    assert!(s.stderr().contains("exited unexpectedly"), "no line on stderr: {}", s.stderr());
+    for _ in 0..6 {
+        assert_eq!(s.get("/a.txt").assert_status(200).body, b"AAAA");
+    }
+    s.assert_alive();
+}
+
+/// SIGTERM to the parent reaches every worker: a download in flight completes, every worker
+/// exits, and the parent exits 0.
+#[test]
+fn mp_shutdown_stops_every_worker() {
+    let mut s = Server::start(&["--arch", "mp", "--processes", "3"], &["--shutdown-timeout", "8"], fill);
+    let pids = workers(&s, 3);
+    let (mut download, head_len) = start_download(&s);
+    s.signal("TERM");
+    assert_eq!(read_to_end_slowly(&mut download), head_len + BIG_LEN, "download cut short");
+    let status = s.wait_exit(Duration::from_secs(8)).expect("no exit after SIGTERM");
+    assert!(status.success(), "exit status {status}");
+    let lingering: Vec<u32> = pids.into_iter().filter(|&p| alive(p)).collect();
+    assert!(lingering.is_empty(), "workers still running after the parent exited: {lingering:?}");
+}
+
+/// A parent killed outright (no chance to forward anything) takes its workers with it
+/// (`PR_SET_PDEATHSIG`).
+#[test]
+fn mp_workers_exit_when_the_parent_dies() {
+    let mut s = Server::start(&["--arch", "mp", "--processes", "2"], &[], fill);
+    let pids = workers(&s, 2);
+    s.signal("KILL");
+    s.wait_exit(Duration::from_secs(3)).expect("parent survived SIGKILL");
+    let gone = eventually(Duration::from_secs(3), || pids.iter().all(|&p| !alive(p)));
+    assert!(gone, "orphaned workers still running: {pids:?}");
+}
+
+/// The CPUs the process or thread at `/proc/.../status` may run on, as listed there.
+fn cpus_allowed(status_path: &str) -> Option<String> {
+    let status = std::fs::read_to_string(status_path).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).map(|v| v.trim().to_string())
+}
+
+/// How many CPUs the test may use, if they are numbered 0..n (else pinning is not checked).
+fn contiguous_cpus() -> Option<usize> {
+    let n = thread::available_parallelism().ok()?.get();
+    let all = if n == 1 { "0".to_string() } else { format!("0-{}", n - 1) };
+    (cpus_allowed("/proc/self/status")? == all).then_some(n)
+}
+
+/// `--pin` with mp: worker i runs on CPU i mod the number of CPUs.
+#[test]
+fn mp_pin_places_workers_on_cpus() {
+    let Some(ncpus) = contiguous_cpus() else { return };
+    let s = Server::start(&["--arch", "mp", "--processes", "2", "--pin"], &[], fill);
+    let pids = workers(&s, 2);
+    let got: BTreeSet<String> =
+        pids.iter().map(|p| cpus_allowed(&format!("/proc/{p}/status")).expect("worker status")).collect();
+    let want: BTreeSet<String> = (0..2).map(|i| (i % ncpus).to_string()).collect();
+    assert_eq!(got, want);
+    assert_eq!(s.get("/a.txt").assert_status(200).body, b"AAAA");
+}
+
+// ---------------------------------------------------------------------------------------------
+// --instances
+
+/// Listening sockets on `port` (IPv4), from /proc/net/tcp.
+fn listening_sockets(port: u16) -> usize {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let local = format!(":{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[1].ends_with(&local) && f[3] == "0A"
+        })
+        .count()
+}
+
+/// `--instances 2 --pin`: two listening sockets share the port (SO_REUSEPORT), the event
+/// loops run pinned to CPUs 0 and 1, and many clients at once are all served.
+#[test]
+fn instances_share_the_port_and_pin() {
+    let s = Server::start(&["--arch", "amped", "--instances", "2", "--pin"], &[], fill);
+    assert_eq!(listening_sockets(s.addr.port()), 2, "expected two SO_REUSEPORT listeners");
+    let addr = s.addr;
+    let clients: Vec<_> = (0..16).map(|_| thread::spawn(move || get(addr, "/a.txt"))).collect();
+    for c in clients {
+        assert_eq!(c.join().unwrap().assert_status(200).body, b"AAAA");
+    }
+    let Some(ncpus) = contiguous_cpus() else { return };
+    let pinned: BTreeSet<String> = std::fs::read_dir(format!("/proc/{}/task", s.pid()))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| cpus_allowed(&t.path().join("status").to_string_lossy()))
+        .filter(|c| !c.contains([',', '-']))
+        .collect();
+    let want: BTreeSet<String> = (0..2).map(|i| (i % ncpus).to_string()).collect();
+    assert_eq!(pinned, want, "CPUs of the pinned threads");
+}
