@@ -83,8 +83,10 @@ pub struct Conn {
     pub sent_close: bool,
     /// Counts toward the thread's connection limit (every phase but `AwaitingClose`).
     pub counted: bool,
-    /// Whether the connection sits on the open loop's list of connections with room.
-    pub listed: bool,
+    /// Whether the connection sits on the open loop's list of idle connections.
+    pub listed_idle: bool,
+    /// Whether it sits on the open loop's list of busy connections with pipeline room.
+    pub listed_busy: bool,
     /// Request bytes not yet accepted by the socket, from `out_pos` on.
     out: Vec<u8>,
     out_pos: usize,
@@ -116,7 +118,8 @@ impl Conn {
             server_closing: false,
             sent_close: false,
             counted: true,
-            listed: false,
+            listed_idle: false,
+            listed_busy: false,
             out: Vec::new(),
             out_pos: 0,
             parser: ResponseParser::default(),

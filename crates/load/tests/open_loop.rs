@@ -82,3 +82,27 @@ fn stalls_show_in_the_open_loop_tail_not_the_closed_loop() {
     assert!(f(&closed["latency_us"]["max"]) >= 50_000.0);
     assert_eq!(n(&open["errors_total"]), 0);
 }
+
+#[test]
+fn pipelines_only_when_no_connection_is_idle() {
+    let server = serve(|_| Reply::Send(ok("piped")));
+    let run = ampload(&[
+        "--rate",
+        "3000",
+        "-n",
+        "600",
+        "--pipeline",
+        "4",
+        "-c",
+        "2",
+        "--json",
+        &server.url("/"),
+    ]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(
+        (n(&r["requests"]), n(&r["errors_total"]), n(&r["connections_opened"])),
+        (600, 0, 2)
+    );
+    assert_eq!(server.requests(), 600);
+}

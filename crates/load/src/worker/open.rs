@@ -3,9 +3,10 @@
 //! server stall is charged to every request that should have been sent during it instead of
 //! to one (coordinated omission; see `shared/research/peers-and-methods.md` §2.1).
 //!
-//! Due requests join a backlog and go to a connection with room, most recently freed first;
-//! up to `--connections` (this thread's share) connections are opened as needed, and kept-alive
-//! pools are opened before the schedule starts. A request waiting for a free connection is the
+//! Due requests join a backlog and go to an idle connection (most recently freed first), else
+//! to a new connection while this thread's share of `--connections` allows, else — with
+//! `--pipeline` above 1 — behind the requests of a busy connection. Kept-alive pools are opened
+//! before the schedule starts. A request waiting for a free connection is the
 //! server's doing and is charged to latency; the generator's own lateness — noticing a due
 //! request more than [`LAG_WARNING`] late — is counted separately as a schedule lag warning.
 //! A timerfd wakes the loop at the next due time with nanosecond resolution (epoll_wait's
@@ -34,9 +35,11 @@ pub struct OpenLoop {
     timer: OwnedFd,
     /// The due time the timer is set for.
     armed: Option<Instant>,
-    /// Connections with room (slot, generation), most recently freed last; entries may be
-    /// stale and are checked when taken.
-    available: Vec<(usize, u32)>,
+    /// Idle connections (slot, generation), most recently freed last; entries may be stale
+    /// and are checked when taken.
+    idle: Vec<(usize, u32)>,
+    /// Busy connections with pipeline room, likewise.
+    busy: Vec<(usize, u32)>,
 }
 
 impl OpenLoop {
@@ -55,7 +58,7 @@ impl OpenLoop {
             .map_err(|e| format!("timerfd_create: {e}"))?;
         epoll::add(epoll, &timer, EventData::new_u64(TIMER_TOKEN), EventFlags::IN | EventFlags::ET)
             .map_err(|e| format!("epoll_ctl: {e}"))?;
-        Ok(OpenLoop { schedule, timer, armed: None, available: Vec::new() })
+        Ok(OpenLoop { schedule, timer, armed: None, idle: Vec::new(), busy: Vec::new() })
     }
 
     /// Starts the schedule at time zero.
@@ -128,9 +131,8 @@ impl Worker<'_> {
 
     /// Hands backlog requests to connections with room, opening connections up to the limit.
     pub(super) fn dispatch(&mut self, now: Instant) {
-        let depth = self.config.pipeline;
         while !self.backlog.is_empty() {
-            let key = match self.take_available() {
+            let key = match self.take_idle() {
                 Some(key) => key,
                 None if self.active < self.limit && !self.stats.unreachable => {
                     let quota = self.config.per_conn.map_or(Quota::Unlimited, Quota::Limited);
@@ -144,21 +146,22 @@ impl Worker<'_> {
                         }
                     }
                 }
-                None => return,
+                None => match self.take_busy() {
+                    Some(key) => key,
+                    None => return,
+                },
             };
             let conn = &mut self.conns[key];
-            while conn.has_room(depth) {
-                let Some(request) = self.backlog.pop_front() else { break };
+            if let Some(request) = self.backlog.pop_front() {
                 let last = conn.quota == Quota::Limited(1);
                 let end = if last { CLOSE_END } else { KEEP_ALIVE_END };
                 conn.enqueue(request, self.workload.head(request.target), end, last);
                 self.stats.record_send(now);
                 self.outstanding += 1;
             }
-            if let Err(e) = conn.flush() {
-                self.fail(key, ErrorKind::Reset, format!("send: {e}"));
-            } else if self.conns[key].has_room(depth) {
-                self.list(key);
+            match conn.flush() {
+                Err(e) => self.fail(key, ErrorKind::Reset, format!("send: {e}")),
+                Ok(()) => self.list(key),
             }
         }
     }
@@ -193,26 +196,46 @@ impl Worker<'_> {
         let _ = time::timerfd_settime(&open.timer, TimerfdTimerFlags::empty(), &spec);
     }
 
-    /// Puts a connection with room on the available list (once).
+    /// Puts a connection with room on the idle or the busy list (once each).
     fn list(&mut self, key: usize) {
+        let Some(open) = &mut self.open else { return };
         let conn = &mut self.conns[key];
-        if !conn.listed {
-            conn.listed = true;
-            if let Some(open) = &mut self.open {
-                open.available.push((key, conn.generation));
+        if !conn.has_room(self.config.pipeline) {
+            return;
+        }
+        let entry = (key, conn.generation);
+        if conn.in_flight.is_empty() {
+            if !std::mem::replace(&mut conn.listed_idle, true) {
+                open.idle.push(entry);
             }
+        } else if !std::mem::replace(&mut conn.listed_busy, true) {
+            open.busy.push(entry);
         }
     }
 
-    /// The most recently freed connection that still has room.
-    fn take_available(&mut self) -> Option<usize> {
+    /// The most recently freed connection that is still idle.
+    fn take_idle(&mut self) -> Option<usize> {
         let open = self.open.as_mut()?;
-        while let Some((key, generation)) = open.available.pop() {
-            let Some(conn) = self.conns.get_mut(key) else { continue };
-            if conn.generation != generation {
+        while let Some((key, generation)) = open.idle.pop() {
+            let Some(conn) = self.conns.get_mut(key).filter(|c| c.generation == generation) else {
                 continue;
+            };
+            conn.listed_idle = false;
+            if conn.in_flight.is_empty() && conn.has_room(self.config.pipeline) {
+                return Some(key);
             }
-            conn.listed = false;
+        }
+        None
+    }
+
+    /// A busy connection that can take one more pipelined request.
+    fn take_busy(&mut self) -> Option<usize> {
+        let open = self.open.as_mut()?;
+        while let Some((key, generation)) = open.busy.pop() {
+            let Some(conn) = self.conns.get_mut(key).filter(|c| c.generation == generation) else {
+                continue;
+            };
+            conn.listed_busy = false;
             if conn.has_room(self.config.pipeline) {
                 return Some(key);
             }
