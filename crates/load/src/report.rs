@@ -156,10 +156,10 @@ impl Report {
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         let rate = self.target_rate.map_or(String::new(), |r| format!(" at {r} req/s"));
-        let sessions = self
-            .requests_per_conn
-            .map_or(String::new(), |k| format!(", {k} requests per connection"));
         let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let sessions = self.requests_per_conn.map_or(String::new(), |k| {
+            format!(", {k} request{} per connection", plural(k as usize))
+        });
         let _ = writeln!(
             out,
             "{} loop{rate}, {} connection{}, {} thread{}, pipeline {}{sessions}: {}",
