@@ -223,7 +223,10 @@ pub fn parse_listen_line(line: &str) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }
 
-fn drain_into(mut from: impl Read + Send + 'static, into: Arc<Mutex<Vec<u8>>>) {
+fn drain_into(
+    mut from: impl Read + Send + 'static,
+    into: Arc<Mutex<Vec<u8>>>,
+) -> thread::JoinHandle<()> {
     thread::spawn(move || {
         let mut buf = [0u8; 4096];
         while let Ok(n) = from.read(&mut buf) {
@@ -232,7 +235,7 @@ fn drain_into(mut from: impl Read + Send + 'static, into: Arc<Mutex<Vec<u8>>>) {
             }
             into.lock().unwrap().extend_from_slice(&buf[..n]);
         }
-    });
+    })
 }
 
 /// Run `amped ARGS` that is expected to fail at start-up; returns (status, stdout, stderr).
@@ -246,8 +249,10 @@ pub fn run_expecting_exit(args: &[OsString]) -> (ExitStatus, String, String) {
         .expect("spawn amped");
     let out = Arc::new(Mutex::new(Vec::new()));
     let err = Arc::new(Mutex::new(Vec::new()));
-    drain_into(child.stdout.take().unwrap(), Arc::clone(&out));
-    drain_into(child.stderr.take().unwrap(), Arc::clone(&err));
+    let drains = [
+        drain_into(child.stdout.take().unwrap(), Arc::clone(&out)),
+        drain_into(child.stderr.take().unwrap(), Arc::clone(&err)),
+    ];
     let deadline = Instant::now() + Duration::from_secs(5);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -260,7 +265,11 @@ pub fn run_expecting_exit(args: &[OsString]) -> (ExitStatus, String, String) {
         }
         thread::sleep(Duration::from_millis(20));
     };
-    thread::sleep(Duration::from_millis(50)); // let the drain threads see EOF
+    // Let the drain threads reach EOF (bounded: a stray grandchild could hold the pipes).
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !drains.iter().all(thread::JoinHandle::is_finished) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
     let text = |b: &Arc<Mutex<Vec<u8>>>| String::from_utf8_lossy(&b.lock().unwrap()).into_owned();
     (status, text(&out), text(&err))
 }
