@@ -160,6 +160,8 @@ pub struct Ring {
     slots: Vec<Slot>,
     free: Vec<u32>,
     live: usize,
+    /// Completions copied out of the queue (reused between calls).
+    ready: Vec<(u64, i32, u32)>,
 }
 
 impl Ring {
@@ -201,7 +203,7 @@ impl Ring {
                 return Err(io::Error::new(io::ErrorKind::Unsupported, format!("kernel lacks IORING_OP_{name}")));
             }
         }
-        Ok(Ring { ring, slots: Vec::new(), free: Vec::new(), live: 0 })
+        Ok(Ring { ring, slots: Vec::new(), free: Vec::new(), live: 0, ready: Vec::new() })
     }
 
     /// Operations in flight.
@@ -320,10 +322,11 @@ impl Ring {
 
     /// Moves the ready completions into `out`.
     pub fn completions(&mut self, out: &mut Vec<Completion>) {
+        let mut ready = std::mem::take(&mut self.ready);
         let mut cq = self.ring.completion();
         cq.sync();
-        let ready: Vec<(u64, i32, u32)> = cq.map(|c| (c.user_data(), c.result(), c.flags())).collect();
-        for (user_data, result, flags) in ready {
+        ready.extend(cq.map(|c| (c.user_data(), c.result(), c.flags())));
+        for (user_data, result, flags) in ready.drain(..) {
             if user_data == CANCEL_TAG {
                 continue;
             }
@@ -331,6 +334,7 @@ impl Ring {
                 out.push(c);
             }
         }
+        self.ready = ready;
     }
 
     fn complete(&mut self, user_data: u64, res: i32, more: bool) -> Option<Completion> {
