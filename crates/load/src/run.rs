@@ -2,6 +2,7 @@
 //! their [`Stats`] merged at the end, and the progress line drawn meanwhile.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::budget::Budget;
@@ -42,36 +43,15 @@ pub fn run(
                     budget: &budget,
                     interrupted,
                     progress: &cells[index],
-                    start: &start,
+                    ticket: start.ticket(),
                 };
-                let start = &start;
-                let work = move || match Worker::new(shared, index) {
-                    Ok(worker) => Ok(worker.run()),
-                    Err(e) => {
-                        start.withdraw();
-                        Err(e)
-                    }
-                };
-                let spawned = std::thread::Builder::new()
-                    .name(format!("ampload-{index}"))
-                    .spawn_scoped(scope, work);
-                spawned.map_err(|e| {
-                    start.withdraw();
-                    format!("cannot start a thread: {e}")
-                })
+                spawn_worker(scope, shared, index)
             })
             .collect();
         if config.progress {
             scope.spawn(|| progress::print_until(&cells, &done, Instant::now()));
         }
-        let results = workers
-            .into_iter()
-            .map(|w| {
-                w.and_then(|handle| {
-                    handle.join().map_err(|_| "a worker thread panicked".to_string())?
-                })
-            })
-            .collect();
+        let results = workers.into_iter().map(|worker| worker.and_then(join_worker)).collect();
         done.store(true, Ordering::Relaxed);
         results
     });
@@ -79,15 +59,41 @@ pub fn run(
     for result in results {
         stats.merge(&result?);
     }
-    let end = stats.finished.unwrap_or_else(Instant::now);
-    let mut duration =
-        start.origin().map_or(Duration::ZERO, |origin| end.saturating_duration_since(origin));
-    // A time-bounded run lasts at least its duration, even if its last (open-loop) request
-    // was due and answered a little before the end.
-    if let (Some(bound), None, false, false) =
-        (config.duration, config.requests, stats.unreachable, interrupted.load(Ordering::Relaxed))
-    {
-        duration = duration.max(bound);
-    }
+    let duration =
+        measured_duration(config, &stats, start.origin(), interrupted.load(Ordering::Relaxed));
     Ok(Outcome { duration, stats })
+}
+
+/// Starts thread `index`'s event loop.
+fn spawn_worker<'scope>(
+    scope: &'scope Scope<'scope, '_>,
+    shared: Shared<'scope>,
+    index: usize,
+) -> Result<ScopedJoinHandle<'scope, Result<Stats, String>>, String> {
+    std::thread::Builder::new()
+        .name(format!("ampload-{index}"))
+        .spawn_scoped(scope, move || Worker::new(shared, index).map(Worker::run))
+        .map_err(|e| format!("cannot start a thread: {e}"))
+}
+
+/// Waits for a thread's measurements.
+fn join_worker(handle: ScopedJoinHandle<'_, Result<Stats, String>>) -> Result<Stats, String> {
+    handle.join().map_err(|_| "a worker thread panicked".to_string())?
+}
+
+/// From time zero until the last request ended; a time-bounded run lasts at least its
+/// duration, even if its last (open-loop) request was due and answered a little before the end.
+fn measured_duration(
+    config: &Config,
+    stats: &Stats,
+    origin: Option<Instant>,
+    interrupted: bool,
+) -> Duration {
+    let Some(origin) = origin else { return Duration::ZERO };
+    let end = stats.finished.unwrap_or_else(Instant::now);
+    let measured = end.saturating_duration_since(origin);
+    match (config.duration, config.requests) {
+        (Some(bound), None) if !stats.unreachable && !interrupted => measured.max(bound),
+        _ => measured,
+    }
 }

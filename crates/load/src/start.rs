@@ -31,20 +31,10 @@ impl StartLine {
         }
     }
 
-    /// Waits until every thread is ready; returns time zero.
-    pub fn cross(&self) -> Instant {
-        let mut state = self.arrive();
-        loop {
-            if let Some(origin) = state.origin {
-                return origin;
-            }
-            state = self.all_ready.wait(state).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    /// A thread that will never cross (it failed to start) stops being waited for.
-    pub fn withdraw(&self) {
-        drop(self.arrive());
+    /// A thread's place at the line; dropping it without crossing (the thread failed to
+    /// start, or panicked) stops the others from waiting for it.
+    pub fn ticket(&self) -> Ticket<'_> {
+        Ticket { line: self, crossed: false }
     }
 
     /// Time zero, once set.
@@ -63,6 +53,35 @@ impl StartLine {
     }
 }
 
+/// One thread's place at a [`StartLine`].
+#[derive(Debug)]
+pub struct Ticket<'a> {
+    line: &'a StartLine,
+    crossed: bool,
+}
+
+impl Ticket<'_> {
+    /// Waits until every thread is ready (or gone); returns time zero.
+    pub fn cross(mut self) -> Instant {
+        self.crossed = true;
+        let mut state = self.line.arrive();
+        loop {
+            if let Some(origin) = state.origin {
+                return origin;
+            }
+            state = self.line.all_ready.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if !self.crossed {
+            drop(self.line.arrive());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,9 +89,9 @@ mod tests {
     #[test]
     fn all_threads_get_the_same_origin() {
         let line = StartLine::new(4);
-        line.withdraw();
+        drop(line.ticket()); // a thread that never started
         let origins: Vec<Instant> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..3).map(|_| s.spawn(|| line.cross())).collect();
+            let handles: Vec<_> = (0..3).map(|_| s.spawn(|| line.ticket().cross())).collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
         assert!(origins.windows(2).all(|w| w[0] == w[1]));

@@ -29,7 +29,7 @@ use slab::Slab;
 use crate::budget::Budget;
 use crate::config::{Config, Mode};
 use crate::conn::{self, Conn, Pending, Phase, Quota, ReadOutcome};
-use crate::start::StartLine;
+use crate::start::Ticket;
 use crate::stats::{ErrorKind, Stats};
 use crate::workload::{Picker, Workload};
 
@@ -54,8 +54,8 @@ pub struct Shared<'a> {
     pub interrupted: &'a AtomicBool,
     /// Where this thread publishes its counts for the progress line.
     pub progress: &'a ProgressCell,
-    /// Where the threads meet to get time zero.
-    pub start: &'a StartLine,
+    /// This thread's place at the start line, where time zero is handed out.
+    pub ticket: Ticket<'a>,
 }
 
 /// A thread's counts, published every [`SCAN_EVERY`] for the progress line.
@@ -72,7 +72,8 @@ pub struct Worker<'a> {
     budget: &'a Budget,
     interrupted: &'a AtomicBool,
     progress: &'a ProgressCell,
-    start: &'a StartLine,
+    /// Crossed (taken) when the thread is ready to start.
+    ticket: Option<Ticket<'a>>,
     epoll: OwnedFd,
     conns: Slab<Conn>,
     next_generation: u32,
@@ -118,7 +119,7 @@ impl<'a> Worker<'a> {
             budget: shared.budget,
             interrupted: shared.interrupted,
             progress: shared.progress,
-            start: shared.start,
+            ticket: Some(shared.ticket),
             epoll,
             conns: Slab::new(),
             next_generation: 0,
@@ -145,7 +146,7 @@ impl<'a> Worker<'a> {
             self.open_pool(Instant::now());
             self.await_pool();
         }
-        let origin = self.start.cross();
+        let origin = self.ticket.take().map_or_else(Instant::now, Ticket::cross);
         match &mut self.open {
             // The schedule itself ends at the duration: every request due before it is sent.
             Some(open) => open.start_at(origin),

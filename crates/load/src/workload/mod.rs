@@ -103,10 +103,9 @@ impl Workload {
             skipped_lines: 0,
             skipped_non_get: 0,
         };
-        let host = base.host_header();
         let (path, parse): (&Path, LineParser) = match source {
             Source::Single => {
-                workload.push(&base.path, &host);
+                workload.push(&base.path, &base.host_header());
                 return Ok(workload);
             }
             Source::UrlList(p) => (p, urls::parse_line),
@@ -115,34 +114,7 @@ impl Workload {
         };
         let bytes = std::fs::read(path)
             .map_err(|e| WorkloadError(format!("cannot read {}: {e}", path.display())))?;
-        let mut weights = Vec::new();
-        for (index, raw) in bytes.split(|&b| b == b'\n').enumerate() {
-            let line = String::from_utf8_lossy(raw.strip_suffix(b"\r").unwrap_or(raw));
-            match parse(&line, base) {
-                Ok(None) => {}
-                Ok(Some(entry)) => {
-                    workload.push(&entry.path, &host);
-                    weights.push(entry.weight);
-                }
-                Err(LineError::Fatal(why)) => {
-                    return Err(WorkloadError(format!("{}:{}: {why}", path.display(), index + 1)));
-                }
-                Err(LineError::Skip(why)) => {
-                    workload.skipped_lines += 1;
-                    if workload.skipped_lines <= REPORTED_SKIPS {
-                        eprintln!("ampload: {}:{}: {why}; line skipped", path.display(), index + 1);
-                    }
-                }
-                Err(LineError::NotGet) => workload.skipped_non_get += 1,
-            }
-        }
-        if workload.skipped_lines > REPORTED_SKIPS {
-            eprintln!(
-                "ampload: {}: {} malformed lines skipped in all",
-                path.display(),
-                workload.skipped_lines
-            );
-        }
+        let weights = workload.read_lines(&bytes, path, base, parse)?;
         if workload.ends.is_empty() {
             return Err(WorkloadError(format!(
                 "{}: no usable request in the file",
@@ -160,6 +132,47 @@ impl Workload {
             workload.order = Order::Weighted { cumulative };
         }
         Ok(workload)
+    }
+
+    /// Adds the requests of a file's lines; returns each request's weight, if any.
+    fn read_lines(
+        &mut self,
+        bytes: &[u8],
+        path: &Path,
+        base: &Url,
+        parse: LineParser,
+    ) -> Result<Vec<Option<f64>>, WorkloadError> {
+        let host = base.host_header();
+        let mut weights = Vec::new();
+        for (index, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+            let line = String::from_utf8_lossy(raw.strip_suffix(b"\r").unwrap_or(raw));
+            let at = || format!("{}:{}", path.display(), index + 1);
+            match parse(&line, base) {
+                Ok(None) => {}
+                Ok(Some(entry)) => {
+                    self.push(&entry.path, &host);
+                    weights.push(entry.weight);
+                }
+                Err(LineError::Fatal(why)) => {
+                    return Err(WorkloadError(format!("{}: {why}", at())));
+                }
+                Err(LineError::Skip(why)) => {
+                    self.skipped_lines += 1;
+                    if self.skipped_lines <= REPORTED_SKIPS {
+                        eprintln!("ampload: {}: {why}; line skipped", at());
+                    }
+                }
+                Err(LineError::NotGet) => self.skipped_non_get += 1,
+            }
+        }
+        if self.skipped_lines > REPORTED_SKIPS {
+            eprintln!(
+                "ampload: {}: {} malformed lines skipped in all",
+                path.display(),
+                self.skipped_lines
+            );
+        }
+        Ok(weights)
     }
 
     fn push(&mut self, path: &str, host: &str) {
