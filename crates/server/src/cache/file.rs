@@ -56,6 +56,22 @@ impl FileEntry {
         amped_http::make_etag(self.ino, self.size, self.mtime)
     }
 
+    /// Revalidation through the open descriptor: `fstat` reads the in-memory inode (held by the
+    /// open file, so it cannot wait for the disk). True when the file is still linked and its
+    /// inode, size and mtime are those cached. A deleted or renamed-over file has no links left;
+    /// an edited, grown or truncated one has another size or mtime.
+    pub fn unchanged(&self) -> bool {
+        match self.file.metadata() {
+            Ok(m) => {
+                m.nlink() > 0
+                    && m.ino() == self.ino
+                    && m.len() == self.size
+                    && m.modified().ok() == Some(self.mtime)
+            }
+            Err(_) => false,
+        }
+    }
+
     fn weight(&self) -> u64 {
         self.body.as_ref().map_or(0, |b| b.len() as u64)
     }
@@ -65,8 +81,8 @@ impl FileEntry {
 pub enum FileLookup {
     /// Checked within the staleness bound: use it.
     Fresh(Arc<FileEntry>),
-    /// Cached but due for revalidation.
-    Stale,
+    /// Cached but due for revalidation ([`FileEntry::unchanged`], then [`FileCache::touch`]).
+    Stale(Arc<FileEntry>),
     /// Not cached.
     Miss,
 }
@@ -95,7 +111,7 @@ impl FileCache {
     pub fn get(&mut self, path: &std::path::Path, now: Instant) -> FileLookup {
         match self.map.get(path) {
             Some(s) if now.duration_since(s.checked) < self.ttl => FileLookup::Fresh(s.entry.clone()),
-            Some(_) => FileLookup::Stale,
+            Some(s) => FileLookup::Stale(s.entry.clone()),
             None => FileLookup::Miss,
         }
     }
@@ -124,6 +140,13 @@ impl FileCache {
             }
         }
         fresh
+    }
+
+    /// Marks the entry for `path` as checked at `at`.
+    pub fn touch(&mut self, path: &std::path::Path, at: Instant) {
+        if let Some(slot) = self.map.get_mut(path) {
+            slot.checked = at;
+        }
     }
 
     /// Number of open files held.
@@ -181,7 +204,8 @@ mod tests {
         let mut c = FileCache::new(8, 1 << 20, Duration::from_secs(1));
         let first = c.put(entry(d.path(), "x", b"hello", true), t0);
         let later = t0 + Duration::from_secs(2);
-        assert!(matches!(c.get(&first.path, later), FileLookup::Stale));
+        assert!(matches!(c.get(&first.path, later), FileLookup::Stale(_)));
+        assert!(first.unchanged());
         // Re-open the unchanged file: the cached entry (and its body) is kept.
         let f = File::open(&first.path).unwrap();
         let meta = f.metadata().unwrap();
@@ -189,8 +213,12 @@ mod tests {
         assert!(Arc::ptr_eq(&first, &again));
         assert!(matches!(c.get(&first.path, later), FileLookup::Fresh(_)));
         // A changed file replaces it.
+        std::fs::write(&first.path, b"hello, world").unwrap();
+        assert!(!first.unchanged(), "size changed");
         let changed = entry(d.path(), "x", b"hello, world", true);
         let got = c.put(changed, later);
         assert_eq!(got.size, 12);
+        std::fs::remove_file(&got.path).unwrap();
+        assert!(!got.unchanged(), "deleted");
     }
 }

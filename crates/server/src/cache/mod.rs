@@ -6,11 +6,18 @@
 //! * [`header::HeaderCache`] — file version → pre-encoded response header lines (Flash §5.3).
 //!
 //! **Freshness.** Every entry remembers when its metadata was last checked against the file
-//! system. An entry older than `revalidate_after` (1 s) is *stale*: it is not used until a
-//! blocking job (helper in AMPED) has re-translated and re-opened the path. If the file's
-//! identity (device, inode, size, mtime) is unchanged, the old entry is kept and only its
-//! check time is renewed; otherwise it is replaced. So a change to the tree is visible at most
-//! one second later. The header cache needs no clock of its own: it is keyed by file identity,
+//! system. An entry older than `revalidate_after` (1 s) is *stale* and is revalidated before
+//! use, so a change to the tree is visible at most one second later:
+//!
+//! * a stale open file is checked with `fstat` on its descriptor ([`FileEntry::unchanged`]):
+//!   the inode is in memory while the file is open, so this cannot wait for the disk and runs
+//!   in the event loop. Still linked, same inode, size and mtime → the entry is renewed;
+//!   edited, grown, truncated, deleted or renamed over → it is dropped and re-resolved by a job;
+//! * a stale translation is renewed the same way when it maps the URL straight onto that file
+//!   (no symlink, no index file: `root/url == file`); any other stale translation (redirects,
+//!   404s, index files, symlinks) goes back through a blocking job (helper in AMPED), which
+//!   re-translates and re-opens. If the file's identity is unchanged the old entry is kept (with
+//!   its body and header) and only its check time renewed; otherwise it is replaced. The header cache needs no clock of its own: it is keyed by file identity,
 //! so a changed file simply misses (Flash: headers are regenerated when the file changes).
 //!
 //! **Consistency (New Flash's lesson).** A hit in the path cache never implies the file is
@@ -26,7 +33,7 @@ use std::sync::Mutex;
 
 pub use file::{FileCache, FileEntry, FileLookup};
 pub use header::HeaderCache;
-pub use path::PathCache;
+pub use path::{PathCache, PathLookup};
 
 /// The caches of one server instance (shared by its threads; uncontended in event loops).
 pub struct Caches {

@@ -8,6 +8,17 @@ use lru::LruCache;
 use std::num::NonZeroUsize;
 use std::time::{Duration, Instant};
 
+/// Result of a lookup.
+#[derive(Debug)]
+pub enum PathLookup {
+    /// Checked within the staleness bound.
+    Fresh(Translation),
+    /// Cached, but older than the staleness bound: revalidate before use.
+    Stale(Translation),
+    /// Not cached.
+    Miss,
+}
+
 /// URL path → translation, with check times.
 pub struct PathCache {
     map: LruCache<String, (Translation, Instant)>,
@@ -20,11 +31,19 @@ impl PathCache {
         PathCache { map: LruCache::new(NonZeroUsize::new(entries.max(1)).unwrap()), ttl }
     }
 
-    /// A fresh translation of `url_path`, if cached and checked within the staleness bound.
-    pub fn get(&mut self, url_path: &str, now: Instant) -> Option<Translation> {
+    /// Looks up the translation of `url_path`.
+    pub fn get(&mut self, url_path: &str, now: Instant) -> PathLookup {
         match self.map.get(url_path) {
-            Some((t, at)) if now.duration_since(*at) < self.ttl => Some(t.clone()),
-            _ => None,
+            Some((t, at)) if now.duration_since(*at) < self.ttl => PathLookup::Fresh(t.clone()),
+            Some((t, _)) => PathLookup::Stale(t.clone()),
+            None => PathLookup::Miss,
+        }
+    }
+
+    /// Marks the entry for `url_path` as checked at `at` (it was revalidated another way).
+    pub fn touch(&mut self, url_path: &str, at: Instant) {
+        if let Some((_, checked)) = self.map.get_mut(url_path) {
+            *checked = at;
         }
     }
 
@@ -54,12 +73,14 @@ mod tests {
         let t0 = Instant::now();
         let mut c = PathCache::new(2, Duration::from_secs(1));
         c.put("/a".into(), Translation::File(PathBuf::from("/r/a")), t0);
-        assert!(c.get("/a", t0 + Duration::from_millis(999)).is_some());
-        assert!(c.get("/a", t0 + Duration::from_secs(1)).is_none());
+        assert!(matches!(c.get("/a", t0 + Duration::from_millis(999)), PathLookup::Fresh(_)));
+        assert!(matches!(c.get("/a", t0 + Duration::from_secs(1)), PathLookup::Stale(_)));
+        c.touch("/a", t0 + Duration::from_secs(1));
+        assert!(matches!(c.get("/a", t0 + Duration::from_millis(1500)), PathLookup::Fresh(_)));
         c.put("/b".into(), Translation::NotFound, t0);
         c.put("/c".into(), Translation::NotFound, t0);
         assert_eq!(c.len(), 2);
-        assert!(c.get("/a", t0).is_none(), "least recently used entry evicted");
-        assert!(matches!(c.get("/b", t0), Some(Translation::NotFound)));
+        assert!(matches!(c.get("/a", t0), PathLookup::Miss), "least recently used entry evicted");
+        assert!(matches!(c.get("/b", t0), PathLookup::Fresh(Translation::NotFound)));
     }
 }

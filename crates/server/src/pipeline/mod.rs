@@ -14,7 +14,7 @@ mod respond;
 pub mod translate;
 
 use crate::access_log::AccessLogger;
-use crate::cache::{Caches, FileEntry, FileLookup, lock};
+use crate::cache::{Caches, FileEntry, FileLookup, PathLookup, lock};
 use crate::config::Config;
 use crate::stats::{Stats, bump};
 use amped_http::{Method, RequestHead, StatusCode, TargetPath, Version};
@@ -233,9 +233,26 @@ impl Pipeline {
             return Step::Respond(self.error(&req, StatusCode::NOT_FOUND));
         }
         let url_path = target.to_url_path();
-        let cached = self.caches.paths.as_ref().and_then(|p| lock(p).get(&url_path, Instant::now()));
+        let now = Instant::now();
+        let lookup = match &self.caches.paths {
+            Some(p) => lock(p).get(&url_path, now),
+            None => PathLookup::Miss,
+        };
+        let translation = match lookup {
+            PathLookup::Fresh(t) => Some(t),
+            PathLookup::Stale(Translation::File(p)) if p == self.cfg.root.join(target.to_rel_path()) => {
+                // A direct mapping: the cached open file can vouch for the translation.
+                self.revalidated_file(&p, now).map(|_| {
+                    if let Some(paths) = &self.caches.paths {
+                        lock(paths).touch(&url_path, now);
+                    }
+                    Translation::File(p)
+                })
+            }
+            _ => None,
+        };
         req.target = Some(target);
-        match cached {
+        match translation {
             Some(t) => {
                 bump(&self.stats.path_cache_hits);
                 self.after_translation(c, req, t)
@@ -249,11 +266,26 @@ impl Pipeline {
         }
     }
 
+    /// The cached open file for `path` if it is fresh, or stale but unchanged (checked with
+    /// `fstat` on its descriptor, which never waits for the disk).
+    fn revalidated_file(&self, path: &std::path::Path, now: Instant) -> Option<Arc<FileEntry>> {
+        let files = self.caches.files.as_ref()?;
+        let mut cache = lock(files);
+        match cache.get(path, now) {
+            FileLookup::Fresh(entry) => Some(entry),
+            FileLookup::Stale(entry) if entry.unchanged() => {
+                cache.touch(path, now);
+                Some(entry)
+            }
+            FileLookup::Stale(_) | FileLookup::Miss => None,
+        }
+    }
+
     fn after_translation(&self, c: &mut ConnState, req: Request, t: Translation) -> Step {
         match t {
             Translation::File(ref path) => {
-                if let Some(files) = &self.caches.files {
-                    if let FileLookup::Fresh(entry) = lock(files).get(path, Instant::now()) {
+                if self.caches.files.is_some() {
+                    if let Some(entry) = self.revalidated_file(path, Instant::now()) {
                         bump(&self.stats.file_cache_hits);
                         return Step::Respond(self.respond_file(&req, entry));
                     }
