@@ -37,11 +37,10 @@ def render(template, out, **kw):
 def server_cmd(name, root, port, work, amped_bin):
     """Command line for one server under test; returns (argv, cwd)."""
     if name.startswith("amped"):
-        # amped-<arch>[-<extra flags separated by +>]
-        parts = name.split("-", 2)
-        arch = parts[1]
-        extra = parts[2].split("+") if len(parts) > 2 else []
-        return [amped_bin, "--arch", arch, "--listen", f"127.0.0.1:{port}", *extra, root]
+        # amped/<arch>[/<flag>[=<value>]]... e.g. amped/amped/--helpers=16
+        parts = name.split("/")
+        arch = parts[1] if len(parts) > 1 else "amped"
+        return [amped_bin, "--arch", arch, "--listen", f"127.0.0.1:{port}", *parts[2:], root]
     if name == "nginx":
         conf = os.path.join(work, "nginx.conf")
         render("nginx.conf.in", conf, DIR=work, ADDR=f"127.0.0.1:{port}", ROOT=root, EXTRA="")
@@ -73,7 +72,7 @@ WORKLOADS = [("1KB keep-alive", "f1k.bin", False), ("100KB keep-alive", "f100k.b
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--servers", default="amped-amped,amped-sped,nginx,h2o")
+    ap.add_argument("--servers", default="amped/amped,amped/sped,nginx,h2o")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--connections", type=int, default=50)
@@ -102,7 +101,7 @@ def main():
                 port = free_port()
                 argv = server_cmd(s, root, port, work, a.amped)
                 proc = subprocess.Popen(["taskset", "-c", str(a.server_cpu), *argv], stdout=subprocess.DEVNULL,
-                                        stderr=open(os.path.join(work, f"{s}.stderr"), "a"))
+                                        stderr=open(os.path.join(work, s.replace("/", "_") + ".stderr"), "a"))
                 try:
                     wait_port(port, proc)
                     for wl, path, close in WORKLOADS:
