@@ -17,8 +17,10 @@
 //!   (no symlink, no index file: `root/url == file`); any other stale translation (redirects,
 //!   404s, index files, symlinks) goes back through a blocking job (helper in AMPED), which
 //!   re-translates and re-opens. If the file's identity is unchanged the old entry is kept (with
-//!   its body and header) and only its check time renewed; otherwise it is replaced. The header cache needs no clock of its own: it is keyed by file identity,
-//! so a changed file simply misses (Flash: headers are regenerated when the file changes).
+//!   its body and header) and only its check time renewed; otherwise it is replaced.
+//!
+//! The header cache needs no clock of its own: it is keyed by file identity, so a changed file
+//! simply misses (Flash: headers are regenerated when the file changes).
 //!
 //! **Consistency (New Flash's lesson).** A hit in the path cache never implies the file is
 //! open or its data resident: a file-cache miss always goes through a job, and data residency
