@@ -109,8 +109,26 @@ fn access_log_replays_get_lines_and_reports_bad_ones() {
     assert_eq!(counts, [2, 2, 2]);
 }
 
+/// Raises this test process's open-file limit (it holds the server side of every connection).
+fn enough_files(needed: u64) -> bool {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.maximum.is_some_and(|hard| hard < needed) {
+        return false;
+    }
+    setrlimit(
+        Resource::Nofile,
+        Rlimit { current: limit.maximum.or(Some(needed)), maximum: limit.maximum },
+    )
+    .is_ok()
+}
+
 #[test]
 fn holds_two_thousand_connections() {
+    if !enough_files(2100) {
+        eprintln!("skipped: the hard RLIMIT_NOFILE is below 2100");
+        return;
+    }
     let server = serve(|_| Reply::Send(ok("many")));
     let run = ampload(&["-n", "4000", "-c", "2000", "-t", "2", "--json", &server.url("/")]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
