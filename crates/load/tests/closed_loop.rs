@@ -125,3 +125,54 @@ fn human_summary_by_default() {
     assert!(run.stdout.contains("p99"), "{}", run.stdout);
     assert!(run.stderr.is_empty(), "progress must not go to a pipe: {:?}", run.stderr);
 }
+
+#[test]
+fn json_report_has_every_documented_field() {
+    let server = serve(|_| Reply::Send(ok(BODY)));
+    let run = ampload(&["-n", "5", "-c", "1", "--json", &server.url("/")]);
+    let r = run.json();
+    let fields = [
+        "url",
+        "mode",
+        "threads",
+        "connections",
+        "pipeline",
+        "requests_per_conn",
+        "requests",
+        "ok",
+        "sent",
+        "bytes",
+        "body_bytes",
+        "duration_s",
+        "rps",
+        "bytes_per_s",
+        "connections_opened",
+        "conn_per_s",
+        "status",
+        "errors",
+        "errors_total",
+        "first_errors",
+        "latency_us",
+        "target_rate",
+        "achieved_rate",
+        "schedule_lag_warnings",
+        "max_schedule_lag_us",
+        "backlog_max",
+        "workload_targets",
+        "workload_skipped_lines",
+        "unreachable",
+        "interrupted",
+    ];
+    let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), fields.len(), "{keys:?}");
+    for field in fields {
+        assert!(r.get(field).is_some(), "missing {field}");
+    }
+    for kind in ["connect", "timeout", "reset", "bad_response"] {
+        assert_eq!(n(&r["errors"][kind]), 0);
+    }
+    for p in ["mean", "min", "max", "p5", "p50", "p90", "p95", "p99", "p999"] {
+        assert!(r["latency_us"][p].is_number(), "latency_us.{p}");
+    }
+    assert!(r["target_rate"].is_null() && r["requests_per_conn"].is_null());
+}
