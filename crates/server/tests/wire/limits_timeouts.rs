@@ -238,6 +238,49 @@ arch_tests! {
         s.assert_alive();
     }
 
+    /// Out of descriptors (the server's RLIMIT_NOFILE lowered under it with prlimit): held
+    /// connections pile up in the backlog, the server neither crashes nor spins on the ready
+    /// listener, and once the clients let go it serves again.
+    fn out_of_descriptors_backs_off(arch) {
+        let mut s = Server::start(arch, &[], fill);
+        let pid = s.pid();
+        let st = std::process::Command::new("prlimit")
+            .args(["--pid", &pid.to_string(), "--nofile=40:40"])
+            .status()
+            .expect("run prlimit");
+        assert!(st.success(), "prlimit failed");
+        let held: Vec<TcpStream> =
+            (0..80).filter_map(|_| TcpStream::connect_timeout(&s.addr, Duration::from_secs(1)).ok()).collect();
+        assert!(held.len() >= 40, "only {} connects succeeded", held.len());
+        thread::sleep(Duration::from_millis(300));
+        let cpu_before = cpu_seconds(pid);
+        thread::sleep(Duration::from_secs(1));
+        let spent = cpu_seconds(pid) - cpu_before;
+        assert!(spent < 0.5, "server burned {spent:.2} s of CPU in 1 s while out of descriptors");
+        s.assert_alive();
+        drop(held);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let ok = TcpStream::connect_timeout(&s.addr, Duration::from_secs(1)).ok().and_then(|mut c| {
+                c.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+                std::io::Write::write_all(&mut c, req("GET", "/a.txt", "Connection: close\r\n").as_bytes()).ok()?;
+                let mut got = Vec::new();
+                let _ = c.read_to_end(&mut got);
+                Some(got)
+            });
+            if let Some(got) = ok {
+                let rs = split_responses(&got);
+                if rs.len() == 1 && rs[0].status == 200 {
+                    assert_eq!(rs[0].body, b"AAAA");
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "not serving again 5 s after the clients let go");
+            thread::sleep(Duration::from_millis(100));
+        }
+        s.assert_alive();
+    }
+
     /// SIGTERM during a slowly read 20 MiB response: the body completes, new connections are
     /// refused, and the process exits 0 within the shutdown timeout.
     fn graceful_shutdown(arch) {
@@ -305,4 +348,14 @@ arch_tests! {
             assert_eq!(c.response().assert_status(200).body, b"AAAA");
         }
     }
+}
+
+/// User + system CPU seconds the process (all its threads) has used, from /proc/PID/stat.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read /proc/PID/stat");
+    let after_comm = &stat[stat.rfind(')').expect("comm") + 2..];
+    let fields: Vec<&str> = after_comm.split(' ').collect();
+    // utime and stime are fields 14 and 15 of stat(5); after the comm they are 11 and 12 (0-based).
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
 }
