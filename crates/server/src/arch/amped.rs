@@ -42,7 +42,8 @@ impl HelperPool {
                 let (rx, tx, waker, pipeline) = (job_rx.clone(), done_tx.clone(), waker.clone(), pipeline.clone());
                 let t = std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
                     for (token, job) in rx {
-                        let done = pipeline.run_job(job);
+                        let run = std::panic::AssertUnwindSafe(|| pipeline.run_job(job));
+                        let done = std::panic::catch_unwind(run).unwrap_or(JobDone::Failed);
                         bump(&pipeline.stats.jobs_helper);
                         if tx.send((token, done)).is_err() {
                             break;

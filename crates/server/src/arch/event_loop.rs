@@ -241,7 +241,8 @@ impl<R: JobRunner> EventLoop<R> {
             let token = token_of(key, self.conns[key].generation);
             // 1. A response in flight goes first.
             if self.conns[key].out.is_some() {
-                if matches!(resumed.take(), Some(JobDone::ReadAhead)) {
+                if resumed.take().is_some() {
+                    // The read-ahead ran (or failed, and sendfile will say so): send this chunk.
                     self.conns[key].out.as_mut().unwrap().mark_resident();
                 }
                 let conn = &mut self.conns[key];

@@ -49,6 +49,9 @@ pub enum JobDone {
     Resolved(Resolved),
     /// The pages of a [`Job::ReadAhead`] were read (or the read failed; the send will tell).
     ReadAhead,
+    /// The job panicked (a bug): the request is answered 500 and its connection closed, rather
+    /// than left waiting for a result that will never come.
+    Failed,
 }
 
 /// What a resolve job found.

@@ -154,8 +154,12 @@ impl Pipeline {
 
     /// Continues the request that was waiting for `done`.
     pub fn resume(&self, c: &mut ConnState, done: JobDone) -> Step {
-        let (Some(req), JobDone::Resolved(r)) = (c.pending.take(), done) else {
+        let Some(req) = c.pending.take() else {
             return Step::Close; // no request was waiting: an architecture bug, fail safe
+        };
+        let JobDone::Resolved(r) = done else {
+            c.closing = true;
+            return Step::Respond(self.error_with(&req, StatusCode::INTERNAL_SERVER_ERROR, b"", true));
         };
         if r.translated_now
             && let Some(paths) = &self.caches.paths {
