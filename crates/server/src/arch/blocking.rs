@@ -22,7 +22,8 @@ use crate::stats::{Stats, bump, drop_one};
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
 use amped_sys::listen::{is_fd_exhaustion, prepare_stream};
 use std::io::{self, ErrorKind, Read};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use slab::Slab;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -68,34 +69,37 @@ impl Stop {
     }
 }
 
-/// Counts a server's (or process's) open connections and caps them at `--max-connections`.
+/// Keeps a server's (or process's) open connections: caps them at `--max-connections`, and at
+/// the shutdown deadline shuts down the sockets of those still open, so that a thread blocked
+/// sending to a slow client is released at once.
 pub struct Gate {
-    open: Mutex<usize>,
+    open: Mutex<Slab<Arc<TcpStream>>>,
     freed: Condvar,
     max: usize,
     stats: Arc<Stats>,
 }
 
-/// An accepted connection, counted by its [`Gate`] until dropped.
+/// An accepted connection, kept by its [`Gate`] until dropped.
 pub struct Connection {
     /// The socket (blocking).
-    pub sock: TcpStream,
+    pub sock: Arc<TcpStream>,
     /// The client's address.
     pub peer: SocketAddr,
+    key: usize,
     gate: Arc<Gate>,
 }
 
 impl Gate {
     /// A gate admitting at most `max` open connections, counted in `stats`.
     pub fn new(max: usize, stats: Arc<Stats>) -> Arc<Gate> {
-        Arc::new(Gate { open: Mutex::new(0), freed: Condvar::new(), max, stats })
+        Arc::new(Gate { open: Mutex::new(Slab::new()), freed: Condvar::new(), max, stats })
     }
 
     /// Waits until a connection may be accepted; false if shutdown began meanwhile.
     pub fn wait_for_slot(&self, stop: &Stop) -> bool {
         let mut open = lock(&self.open);
         let mut paused = false;
-        while *open >= self.max {
+        while open.len() >= self.max {
             if stop.draining() {
                 return false;
             }
@@ -108,18 +112,19 @@ impl Gate {
         !stop.draining()
     }
 
-    /// Counts a freshly accepted socket as open.
+    /// Keeps a freshly accepted socket as open.
     pub fn admit(self: &Arc<Self>, sock: TcpStream, peer: SocketAddr) -> Connection {
-        *lock(&self.open) += 1;
+        let sock = Arc::new(sock);
+        let key = lock(&self.open).insert(sock.clone());
         bump(&self.stats.connections_accepted);
         bump(&self.stats.connections_open);
-        Connection { sock, peer, gate: self.clone() }
+        Connection { sock, peer, key, gate: self.clone() }
     }
 
     /// Waits until every connection has closed or `until` passed; true if none is open.
     pub fn wait_all_closed(&self, until: Instant) -> bool {
         let mut open = lock(&self.open);
-        while *open > 0 {
+        while !open.is_empty() {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return false;
@@ -128,11 +133,30 @@ impl Gate {
         }
         true
     }
+
+    /// Shuts down every open socket: reads see EOF and sends fail, so the threads serving
+    /// them close at once instead of finishing their responses.
+    pub fn abort_all(&self) {
+        for (_, sock) in lock(&self.open).iter() {
+            let _ = sock.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// The shutdown deadline: waits for the open connections until `deadline`, aborts those
+    /// left, and waits a little for their threads to let go. True if all closed in time.
+    pub fn close_all_by(&self, deadline: Instant) -> bool {
+        if self.wait_all_closed(deadline) {
+            return true;
+        }
+        self.abort_all();
+        self.wait_all_closed(Instant::now() + 2 * TICK);
+        false
+    }
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        *lock(&self.gate.open) -= 1;
+        lock(&self.gate.open).remove(self.key);
         self.gate.freed.notify_all();
         drop_one(&self.gate.stats.connections_open);
     }
@@ -195,7 +219,7 @@ struct Blocking<'a> {
 
 /// Serves `conn` on the calling thread until it closes, times out or shutdown ends it.
 pub fn serve(pipeline: &Pipeline, conn: Connection, stop: &Stop) {
-    let sock = &conn.sock;
+    let sock: &TcpStream = &conn.sock;
     let ready = prepare_stream(sock, false)
         .and_then(|()| sock.set_read_timeout(Some(TICK)))
         .and_then(|()| sock.set_write_timeout(Some(TICK)));

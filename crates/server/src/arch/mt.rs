@@ -9,9 +9,10 @@
 //! go; pin the whole process with `taskset` instead).
 //!
 //! Shutdown: the acceptor notices the signal within a tick, closes the listener (new
-//! connections are refused) and waits for the connection threads until the shutdown deadline.
+//! connections are refused) and waits for the connection threads until the shutdown deadline,
+//! when it shuts down the sockets still open.
 
-use super::blocking::{self, Gate, Stop, TICK};
+use super::blocking::{self, Gate, Stop};
 use crate::pipeline::Pipeline;
 use std::io;
 use std::net::TcpListener;
@@ -42,8 +43,6 @@ pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &Arc<Atomic
         }
     }
     drop(listener);
-    let deadline = stop.deadline().unwrap_or_else(Instant::now);
-    // Threads drop their connections within a tick of the deadline.
-    gate.wait_all_closed(deadline + 2 * TICK);
+    gate.close_all_by(stop.deadline().unwrap_or_else(Instant::now));
     Ok(())
 }

@@ -16,7 +16,8 @@
 //!
 //! `--pin` pins worker i to CPU i mod the number of CPUs. Shutdown: the acceptor closes the
 //! listener; workers finish the connections they hold and those already queued (answering at
-//! most the request in flight, with `Connection: close`) until the shutdown deadline.
+//! most the request in flight, with `Connection: close`) until the shutdown deadline, when the
+//! sockets still open are shut down.
 
 use super::blocking::{self, Connection, Gate, Stop, TICK};
 use crate::pipeline::Pipeline;
@@ -24,7 +25,7 @@ use crate::stats::bump;
 use amped_http::{HeadWriter, StatusCode};
 use crossbeam_channel::{Receiver, TrySendError, bounded};
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpListener};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -56,7 +57,8 @@ pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &Arc<Atomic
     }
     drop(listener);
     drop(queue); // workers drain what is queued, then see the queue closed
-    let deadline = stop.deadline().unwrap_or_else(Instant::now) + 2 * TICK;
+    gate.close_all_by(stop.deadline().unwrap_or_else(Instant::now));
+    let deadline = Instant::now() + 2 * TICK;
     while workers.iter().any(|w| !w.is_finished()) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -78,7 +80,7 @@ fn start_worker(i: usize, pipeline: Arc<Pipeline>, taken: Receiver<Connection>, 
 
 /// Answers a connection the queue has no room for: 503, `Connection: close`.
 fn refuse(conn: Connection) {
-    let mut sock = &conn.sock;
+    let mut sock: &TcpStream = &conn.sock;
     if sock.set_nonblocking(true).is_err() {
         return;
     }

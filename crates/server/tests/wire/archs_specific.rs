@@ -157,6 +157,38 @@ fn read_to_end_slowly(stream: &mut TcpStream) -> usize {
     }
 }
 
+/// mt and pool: a client that keeps reading, but too slowly to finish before the shutdown
+/// deadline, is cut off at the deadline and the server exits (with the access log on, whose
+/// writer outlives every connection thread).
+#[test]
+fn blocking_archs_cut_slow_readers_at_the_shutdown_deadline() {
+    for arch in ["mt", "pool"] {
+        let logdir = temp_dir();
+        let log = logdir.path().join("access.log");
+        let mut s = Server::start(
+            &["--arch", arch],
+            &["--shutdown-timeout", "1", "--access-log", log.to_str().unwrap()],
+            fill,
+        );
+        let (mut download, _) = start_download(&s);
+        s.signal("TERM");
+        let term = Instant::now();
+        let mut chunk = [0u8; 16 << 10];
+        let mut total = 0;
+        while s.wait_exit(Duration::from_millis(100)).is_none() && term.elapsed() < Duration::from_secs(6) {
+            match download.read(&mut chunk) {
+                Ok(n) => total += n,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(_) => {}
+            }
+        }
+        let status = s.wait_exit(Duration::ZERO).unwrap_or_else(|| panic!("{arch}: still running 6 s after SIGTERM"));
+        assert!(status.success(), "{arch}: exit status {status}");
+        assert!(total < BIG_LEN, "{arch}: the slow client got everything ({total} bytes)");
+        assert!(term.elapsed() < Duration::from_secs(4), "{arch}: exit took {:?}", term.elapsed());
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // mp
 
