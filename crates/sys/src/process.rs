@@ -6,7 +6,9 @@
 //! just before `exec`, so no other program the parent might start inherits it.
 
 use rustix::io::{FdFlags, fcntl_setfd};
-use rustix::process::{Pid, Signal, getpid, getppid, kill_process, set_parent_process_death_signal};
+use rustix::process::{
+    Pid, Signal, getpid, getppid, kill_process, set_parent_process_death_signal,
+};
 use rustix::thread::{CpuSet, sched_setaffinity};
 use std::io;
 use std::net::TcpListener;
@@ -19,7 +21,11 @@ use std::process::{Child, Command};
 /// the thread that forked, so spawn from a thread that outlives the worker), and, with `cpu`,
 /// it runs pinned to that CPU if the system allows. Spawning fails if the parent died during
 /// the fork.
-pub fn spawn_worker(mut cmd: Command, listener: &TcpListener, cpu: Option<usize>) -> io::Result<Child> {
+pub fn spawn_worker(
+    mut cmd: Command,
+    listener: &TcpListener,
+    cpu: Option<usize>,
+) -> io::Result<Child> {
     let fd: RawFd = listener.as_raw_fd();
     let parent: Pid = getpid();
     let cpus = cpu.map(|c| {
@@ -54,15 +60,18 @@ pub fn spawn_worker(mut cmd: Command, listener: &TcpListener, cpu: Option<usize>
 /// Adopts the listening socket a worker inherited as descriptor `fd` (`--worker-fd`), after
 /// checking that it is an open, listening stream socket. It becomes close-on-exec again.
 pub fn inherited_listener(fd: RawFd) -> io::Result<TcpListener> {
-    let invalid = |why: &str| io::Error::new(io::ErrorKind::InvalidInput, format!("--worker-fd {fd}: {why}"));
+    let invalid =
+        |why: &str| io::Error::new(io::ErrorKind::InvalidInput, format!("--worker-fd {fd}: {why}"));
     if fd < 0 {
         return Err(invalid("not a descriptor"));
     }
     // SAFETY: the borrow is used only for the checks below, which fail with EBADF (no harm)
     // if `fd` is not open; nothing is closed meanwhile.
     let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-    let listening = rustix::net::sockopt::socket_acceptconn(borrowed).map_err(|e| invalid(&e.to_string()))?;
-    let stream = rustix::net::sockopt::socket_type(borrowed).map_err(|e| invalid(&e.to_string()))?
+    let listening =
+        rustix::net::sockopt::socket_acceptconn(borrowed).map_err(|e| invalid(&e.to_string()))?;
+    let stream = rustix::net::sockopt::socket_type(borrowed)
+        .map_err(|e| invalid(&e.to_string()))?
         == rustix::net::SocketType::STREAM;
     if !(listening && stream) {
         return Err(invalid("not a listening stream socket"));
@@ -84,7 +93,10 @@ pub enum WorkerSignal {
 
 /// Sends `sig` to the process `pid` (a worker the caller spawned and has not reaped yet).
 pub fn signal_worker(pid: u32, sig: WorkerSignal) -> io::Result<()> {
-    let pid = i32::try_from(pid).ok().and_then(Pid::from_raw).ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+    let pid = i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
     let sig = match sig {
         WorkerSignal::Terminate => Signal::TERM,
         WorkerSignal::Kill => Signal::KILL,

@@ -21,8 +21,8 @@ use crate::pipeline::{ConnState, Pipeline, Step};
 use crate::stats::{Stats, bump, drop_one};
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
 use amped_sys::listen::{is_fd_exhaustion, prepare_stream};
-use std::io::{self, ErrorKind, Read};
 use slab::Slab;
+use std::io::{self, ErrorKind, Read};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -129,7 +129,8 @@ impl Gate {
             if left.is_zero() {
                 return false;
             }
-            open = self.freed.wait_timeout(open, left.min(TICK)).unwrap_or_else(|p| p.into_inner()).0;
+            open =
+                self.freed.wait_timeout(open, left.min(TICK)).unwrap_or_else(|p| p.into_inner()).0;
         }
         true
     }
@@ -171,7 +172,11 @@ pub fn set_accept_tick(listener: &TcpListener) -> io::Result<()> {
 /// The next connection for a thread or process architecture: waits for a slot under
 /// `--max-connections`, accepts (backing off when descriptors run out), and returns `None`
 /// once shutdown has begun — a connection accepted after that is closed unanswered.
-pub fn next_connection(listener: &TcpListener, gate: &Arc<Gate>, stop: &Stop) -> Option<Connection> {
+pub fn next_connection(
+    listener: &TcpListener,
+    gate: &Arc<Gate>,
+    stop: &Stop,
+) -> Option<Connection> {
     loop {
         if !gate.wait_for_slot(stop) {
             return None;
@@ -183,7 +188,11 @@ pub fn next_connection(listener: &TcpListener, gate: &Arc<Gate>, stop: &Stop) ->
                 }
                 return Some(gate.admit(sock, peer));
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(e) if is_fd_exhaustion(&e) => {
                 eprintln!("amped: accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
                 bump(&gate.stats.accept_pauses);
@@ -317,7 +326,8 @@ impl Blocking<'_> {
         let phase = if self.state.is_idle() { Phase::Idle } else { Phase::Head };
         if phase != self.phase {
             self.phase = phase;
-            let timeout = if phase == Phase::Idle { cfg.keepalive_timeout } else { cfg.header_timeout };
+            let timeout =
+                if phase == Phase::Idle { cfg.keepalive_timeout } else { cfg.header_timeout };
             self.deadline = Instant::now() + timeout;
         }
         loop {
@@ -332,9 +342,16 @@ impl Blocking<'_> {
                     self.state.received(&self.buf[..n]);
                     return true;
                 }
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                    ) =>
+                {
                     // A tick passed. During shutdown only a request already arriving is finished.
-                    if self.stop.expired() || (self.stop.draining() && !self.state.has_partial_request()) {
+                    if self.stop.expired()
+                        || (self.stop.draining() && !self.state.has_partial_request())
+                    {
                         return false;
                     }
                 }

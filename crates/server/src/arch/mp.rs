@@ -38,7 +38,11 @@ const SUPERVISE_TICK: Duration = Duration::from_millis(100);
 const RESPAWN_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Runs the `mp` architecture: the supervising parent, or (with `--worker-fd`) one worker.
-pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &Arc<AtomicBool>) -> io::Result<()> {
+pub fn run(
+    pipeline: Arc<Pipeline>,
+    listener: TcpListener,
+    shutdown: &Arc<AtomicBool>,
+) -> io::Result<()> {
     blocking::set_accept_tick(&listener)?; // the socket is shared: this sets it for every worker
     if pipeline.cfg.worker_fd.is_some() {
         serve_worker(&pipeline, &listener, shutdown);
@@ -78,13 +82,22 @@ impl<'a> Supervisor<'a> {
     fn start(cfg: &'a Config, listener: TcpListener) -> io::Result<Self> {
         let exe = std::env::current_exe()?;
         let args = std::env::args_os().skip(1).collect();
-        let mut sup = Supervisor { cfg, listener: Some(listener), exe, args, slots: Vec::with_capacity(cfg.processes) };
+        let mut sup = Supervisor {
+            cfg,
+            listener: Some(listener),
+            exe,
+            args,
+            slots: Vec::with_capacity(cfg.processes),
+        };
         for i in 0..cfg.processes {
             match sup.spawn(i) {
                 Ok(child) => sup.slots.push(Slot { child: Some(child), started: Instant::now() }),
                 Err(e) => {
                     sup.stop_workers(Instant::now());
-                    return Err(io::Error::new(e.kind(), format!("cannot start mp worker {i}: {e}")));
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("cannot start mp worker {i}: {e}"),
+                    ));
                 }
             }
         }
@@ -97,7 +110,10 @@ impl<'a> Supervisor<'a> {
         };
         let mut cmd = Command::new(&self.exe);
         // The option goes first: ROOT may follow a `--` in the original arguments.
-        cmd.arg("--worker-fd").arg(listener.as_raw_fd().to_string()).args(&self.args).stdin(Stdio::null());
+        cmd.arg("--worker-fd")
+            .arg(listener.as_raw_fd().to_string())
+            .args(&self.args)
+            .stdin(Stdio::null());
         let cpu = self.cfg.pin.then(|| i % amped_sys::limits::available_cpus());
         spawn_worker(cmd, listener, cpu)
     }
@@ -121,10 +137,16 @@ impl<'a> Supervisor<'a> {
         if let Some(child) = &mut slot.child
             && let Ok(Some(status)) = child.try_wait()
         {
-            eprintln!("amped: mp worker {i} (pid {}) exited unexpectedly ({status}); starting a new one", child.id());
+            eprintln!(
+                "amped: mp worker {i} (pid {}) exited unexpectedly ({status}); starting a new one",
+                child.id()
+            );
             slot.child = None;
         }
-        if slot.child.is_some() || slot.started.elapsed() < RESPAWN_INTERVAL || shutdown.load(Ordering::Relaxed) {
+        if slot.child.is_some()
+            || slot.started.elapsed() < RESPAWN_INTERVAL
+            || shutdown.load(Ordering::Relaxed)
+        {
             return;
         }
         let spawned = self.spawn(i);
@@ -132,7 +154,9 @@ impl<'a> Supervisor<'a> {
         slot.started = Instant::now();
         match spawned {
             Ok(child) => slot.child = Some(child),
-            Err(e) => eprintln!("amped: cannot start mp worker {i}: {e}; retrying in {RESPAWN_INTERVAL:?}"),
+            Err(e) => eprintln!(
+                "amped: cannot start mp worker {i}: {e}; retrying in {RESPAWN_INTERVAL:?}"
+            ),
         }
     }
 
@@ -149,7 +173,10 @@ impl<'a> Supervisor<'a> {
                 std::thread::sleep(Duration::from_millis(20));
             }
             if matches!(child.try_wait(), Ok(None)) {
-                eprintln!("amped: mp worker (pid {}) still busy at the shutdown deadline; killing it", child.id());
+                eprintln!(
+                    "amped: mp worker (pid {}) still busy at the shutdown deadline; killing it",
+                    child.id()
+                );
                 let _ = child.kill();
                 let _ = child.wait();
             }

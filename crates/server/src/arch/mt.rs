@@ -26,7 +26,11 @@ const STACK: usize = 256 << 10;
 const SPAWN_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Serves `listener` (blocking) with a thread per connection until shutdown.
-pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &Arc<AtomicBool>) -> io::Result<()> {
+pub fn run(
+    pipeline: Arc<Pipeline>,
+    listener: TcpListener,
+    shutdown: &Arc<AtomicBool>,
+) -> io::Result<()> {
     blocking::set_accept_tick(&listener)?;
     let stop = Arc::new(Stop::new(shutdown.clone(), pipeline.cfg.shutdown_timeout));
     let gate = Gate::new(pipeline.cfg.max_connections, pipeline.stats.clone());
@@ -38,7 +42,9 @@ pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &Arc<Atomic
             .spawn(move || blocking::serve(&p, conn, &s));
         if let Err(e) = spawned {
             // The connection was moved into the closure and is closed with it.
-            eprintln!("amped: cannot start a connection thread: {e}; pausing accepts for {SPAWN_BACKOFF:?}");
+            eprintln!(
+                "amped: cannot start a connection thread: {e}; pausing accepts for {SPAWN_BACKOFF:?}"
+            );
             std::thread::sleep(SPAWN_BACKOFF);
         }
     }

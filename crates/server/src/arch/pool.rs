@@ -33,7 +33,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Serves `listener` (blocking) with `cfg.threads` workers until shutdown.
-pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &Arc<AtomicBool>) -> io::Result<()> {
+pub fn run(
+    pipeline: Arc<Pipeline>,
+    listener: TcpListener,
+    shutdown: &Arc<AtomicBool>,
+) -> io::Result<()> {
     blocking::set_accept_tick(&listener)?;
     let cfg = pipeline.cfg.clone();
     let stop = Arc::new(Stop::new(shutdown.clone(), cfg.shutdown_timeout));
@@ -65,7 +69,12 @@ pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &Arc<Atomic
     Ok(())
 }
 
-fn start_worker(i: usize, pipeline: Arc<Pipeline>, taken: Receiver<Connection>, stop: Arc<Stop>) -> io::Result<JoinHandle<()>> {
+fn start_worker(
+    i: usize,
+    pipeline: Arc<Pipeline>,
+    taken: Receiver<Connection>,
+    stop: Arc<Stop>,
+) -> io::Result<JoinHandle<()>> {
     std::thread::Builder::new().name(format!("pool-{i}")).spawn(move || {
         if pipeline.cfg.pin {
             let _ = amped_sys::limits::pin_current_thread(i % amped_sys::limits::available_cpus());
@@ -73,7 +82,9 @@ fn start_worker(i: usize, pipeline: Arc<Pipeline>, taken: Receiver<Connection>, 
         for conn in taken {
             // A bug hit by one connection must not shrink the pool; the panic is reported on
             // stderr by the default hook and the connection is closed.
-            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| blocking::serve(&pipeline, conn, &stop)));
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                blocking::serve(&pipeline, conn, &stop)
+            }));
         }
     })
 }

@@ -98,7 +98,8 @@ fn pool_saturation_queues_then_refuses_with_503() {
 /// keep-alive timeout, never a hang.
 #[test]
 fn pool_head_of_line_blocking_ends_with_keepalive_timeout() {
-    let s = Server::start(&["--arch", "pool", "--threads", "1"], &["--keepalive-timeout", "1"], fill);
+    let s =
+        Server::start(&["--arch", "pool", "--threads", "1"], &["--keepalive-timeout", "1"], fill);
     let mut idle = held_connection(&s);
     let start = Instant::now();
     let mut waiting = s.conn();
@@ -115,7 +116,8 @@ fn pool_head_of_line_blocking_ends_with_keepalive_timeout() {
 /// server exits 0.
 #[test]
 fn pool_graceful_shutdown_drains_the_queue() {
-    let mut s = Server::start(&["--arch", "pool", "--threads", "1"], &["--shutdown-timeout", "8"], fill);
+    let mut s =
+        Server::start(&["--arch", "pool", "--threads", "1"], &["--shutdown-timeout", "8"], fill);
     let (mut download, head_len) = start_download(&s);
     let mut queued = s.conn();
     queued.send(req("GET", "/a.txt", ""));
@@ -137,7 +139,8 @@ fn start_download(s: &Server) -> (TcpStream, usize) {
     stream.write_all(get_req("/big.bin").as_bytes()).unwrap();
     let mut buf = [0u8; 4096];
     let n = stream.peek(&mut buf).unwrap();
-    let head = buf[..n].windows(4).position(|w| w == b"\r\n\r\n").expect("head in the first segment") + 4;
+    let head =
+        buf[..n].windows(4).position(|w| w == b"\r\n\r\n").expect("head in the first segment") + 4;
     assert!(buf.starts_with(b"HTTP/1.1 200"), "{:?}", String::from_utf8_lossy(&buf[..n]));
     (stream, head)
 }
@@ -175,14 +178,18 @@ fn blocking_archs_cut_slow_readers_at_the_shutdown_deadline() {
         let term = Instant::now();
         let mut chunk = [0u8; 16 << 10];
         let mut total = 0;
-        while s.wait_exit(Duration::from_millis(100)).is_none() && term.elapsed() < Duration::from_secs(6) {
+        while s.wait_exit(Duration::from_millis(100)).is_none()
+            && term.elapsed() < Duration::from_secs(6)
+        {
             match download.read(&mut chunk) {
                 Ok(n) => total += n,
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
                 Err(_) => {}
             }
         }
-        let status = s.wait_exit(Duration::ZERO).unwrap_or_else(|| panic!("{arch}: still running 6 s after SIGTERM"));
+        let status = s
+            .wait_exit(Duration::ZERO)
+            .unwrap_or_else(|| panic!("{arch}: still running 6 s after SIGTERM"));
         assert!(status.success(), "{arch}: exit status {status}");
         assert!(total < BIG_LEN, "{arch}: the slow client got everything ({total} bytes)");
         assert!(term.elapsed() < Duration::from_secs(4), "{arch}: exit took {:?}", term.elapsed());
@@ -213,7 +220,9 @@ fn children(parent: u32) -> BTreeSet<u32> {
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().next() != Some("Z")))
+        .and_then(|stat| {
+            stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().next() != Some("Z"))
+        })
         .unwrap_or(false)
 }
 
@@ -234,7 +243,8 @@ fn mp_worker_crash_is_replaced() {
     let mut s = Server::start(&["--arch", "mp", "--processes", "2"], &[], fill);
     let before = workers(&s, 2);
     let victim = *before.iter().next().unwrap();
-    let status = std::process::Command::new("kill").args(["-KILL", &victim.to_string()]).status().unwrap();
+    let status =
+        std::process::Command::new("kill").args(["-KILL", &victim.to_string()]).status().unwrap();
     assert!(status.success());
     let mut now = BTreeSet::new();
     let replaced = eventually(Duration::from_secs(5), || {
@@ -253,7 +263,8 @@ fn mp_worker_crash_is_replaced() {
 /// exits, and the parent exits 0.
 #[test]
 fn mp_shutdown_stops_every_worker() {
-    let mut s = Server::start(&["--arch", "mp", "--processes", "3"], &["--shutdown-timeout", "8"], fill);
+    let mut s =
+        Server::start(&["--arch", "mp", "--processes", "3"], &["--shutdown-timeout", "8"], fill);
     let pids = workers(&s, 3);
     let (mut download, head_len) = start_download(&s);
     s.signal("TERM");
@@ -295,8 +306,10 @@ fn mp_pin_places_workers_on_cpus() {
     let Some(ncpus) = contiguous_cpus() else { return };
     let s = Server::start(&["--arch", "mp", "--processes", "2", "--pin"], &[], fill);
     let pids = workers(&s, 2);
-    let got: BTreeSet<String> =
-        pids.iter().map(|p| cpus_allowed(&format!("/proc/{p}/status")).expect("worker status")).collect();
+    let got: BTreeSet<String> = pids
+        .iter()
+        .map(|p| cpus_allowed(&format!("/proc/{p}/status")).expect("worker status"))
+        .collect();
     let want: BTreeSet<String> = (0..2).map(|i| (i % ncpus).to_string()).collect();
     assert_eq!(got, want);
     assert_eq!(s.get("/a.txt").assert_status(200).body, b"AAAA");
