@@ -21,6 +21,16 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// The `i`-th CPU (wrapping around) of those this process may run on, so that pinning
+/// respects a restricted CPU set (`taskset -c 2,3 amped --pin` uses CPUs 2 and 3).
+pub fn nth_allowed_cpu(i: usize) -> usize {
+    let allowed: Vec<usize> = match rustix::thread::sched_getaffinity(None) {
+        Ok(set) => (0..rustix::thread::CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect(),
+        Err(_) => Vec::new(),
+    };
+    if allowed.is_empty() { i % available_cpus() } else { allowed[i % allowed.len()] }
+}
+
 /// Number of CPUs this process may run on.
 pub fn available_cpus() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)

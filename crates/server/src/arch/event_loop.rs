@@ -51,6 +51,9 @@ enum Phase {
     Send,
     /// Waiting for a job: no timeout (the job is bounded by the disk).
     Parked,
+    /// A response just completed: whatever the connection waits for next starts a fresh
+    /// deadline (a pipelining client is never timed out for its previous request's wait).
+    Served,
 }
 
 struct Conn {
@@ -254,6 +257,7 @@ impl<R: JobRunner> EventLoop<R> {
                         if out.resp.close {
                             return self.close(key);
                         }
+                        conn.phase = Phase::Served;
                         continue;
                     }
                     SendOutcome::WouldBlock => return self.wait_for(key, Interest::Write, Phase::Send),
@@ -338,7 +342,7 @@ impl<R: JobRunner> EventLoop<R> {
                 Phase::Head => now + cfg.header_timeout,
                 Phase::Idle => now + cfg.keepalive_timeout,
                 Phase::Send => now + cfg.send_timeout,
-                Phase::Parked => now + Duration::from_secs(365 * 24 * 3600),
+                Phase::Parked | Phase::Served => now + Duration::from_secs(365 * 24 * 3600),
             };
             conn.phase = phase;
         }

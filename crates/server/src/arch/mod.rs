@@ -81,7 +81,7 @@ pub fn serve(server: &Server, listeners: Vec<TcpListener>) -> io::Result<()> {
                 let pin = server.cfg.pin && arch.is_event_driven();
                 s.spawn(move || {
                     if pin {
-                        let _ = amped_sys::limits::pin_current_thread(i % amped_sys::limits::available_cpus());
+                        let _ = amped_sys::limits::pin_current_thread(amped_sys::limits::nth_allowed_cpu(i));
                     }
                     run_one(l)
                 })

@@ -114,7 +114,7 @@ impl<'a> Supervisor<'a> {
             .arg(listener.as_raw_fd().to_string())
             .args(&self.args)
             .stdin(Stdio::null());
-        let cpu = self.cfg.pin.then(|| i % amped_sys::limits::available_cpus());
+        let cpu = self.cfg.pin.then(|| amped_sys::limits::nth_allowed_cpu(i));
         spawn_worker(cmd, listener, cpu)
     }
 

@@ -21,10 +21,10 @@
 
 use super::blocking::{self, Connection, Gate, Stop, TICK};
 use crate::pipeline::Pipeline;
+use crate::transmit::{Outgoing, SendOptions};
 use crate::stats::bump;
-use amped_http::{HeadWriter, StatusCode};
 use crossbeam_channel::{Receiver, TrySendError, bounded};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -53,7 +53,7 @@ pub fn run(
             Ok(()) => {}
             Err(TrySendError::Full(conn)) => {
                 bump(&pipeline.stats.queue_overflows);
-                refuse(conn);
+                refuse(&pipeline, conn);
                 overflow.note(cfg.threads, cfg.queue);
             }
             Err(TrySendError::Disconnected(_)) => break, // no worker left (cannot happen: they catch panics)
@@ -77,7 +77,7 @@ fn start_worker(
 ) -> io::Result<JoinHandle<()>> {
     std::thread::Builder::new().name(format!("pool-{i}")).spawn(move || {
         if pipeline.cfg.pin {
-            let _ = amped_sys::limits::pin_current_thread(i % amped_sys::limits::available_cpus());
+            let _ = amped_sys::limits::pin_current_thread(amped_sys::limits::nth_allowed_cpu(i));
         }
         for conn in taken {
             // A bug hit by one connection must not shrink the pool; the panic is reported on
@@ -89,8 +89,9 @@ fn start_worker(
     })
 }
 
-/// Answers a connection the queue has no room for: 503, `Connection: close`.
-fn refuse(conn: Connection) {
+/// Answers a connection the queue has no room for: 503, `Connection: close` (logged like any
+/// other response).
+fn refuse(pipeline: &Pipeline, conn: Connection) {
     let mut sock: &TcpStream = &conn.sock;
     if sock.set_nonblocking(true).is_err() {
         return;
@@ -99,25 +100,11 @@ fn refuse(conn: Connection) {
     // 503 in the client's kernel) over unread request bytes.
     let mut scratch = [0u8; 4096];
     let _ = sock.read(&mut scratch);
-    let _ = sock.write(&service_unavailable());
+    let mut out = Outgoing::new(pipeline.overload_response(conn.peer));
+    let opts = SendOptions { zero_copy: false, residency_test: false };
+    let _ = out.send(&*conn.sock, opts, &pipeline.stats);
+    pipeline.complete(&out.resp, out.body_sent());
     let _ = sock.shutdown(Shutdown::Write);
-}
-
-/// The 503 of an overflowing queue, with an HTML body like every other error page.
-fn service_unavailable() -> Vec<u8> {
-    let status = StatusCode::SERVICE_UNAVAILABLE;
-    let body = amped_http::error_body(status);
-    let mut out = Vec::with_capacity(256 + body.len());
-    let mut w = HeadWriter::new(&mut out, status);
-    w.date()
-        .header("Server", crate::SERVER_NAME.as_bytes())
-        .header("Content-Type", b"text/html; charset=utf-8")
-        .header_u64("Content-Length", body.len() as u64)
-        .header("Retry-After", b"1")
-        .header("Connection", b"close");
-    w.finish();
-    out.extend_from_slice(&body);
-    out
 }
 
 /// Rate-limits the stderr line about refused connections to one a second.
@@ -148,11 +135,19 @@ mod tests {
 
     #[test]
     fn refusal_is_a_complete_503() {
-        let bytes = service_unavailable();
-        let text = String::from_utf8(bytes).unwrap();
-        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = crate::config::Config::resolve(crate::config::Args {
+            root: Some(dir.path().to_path_buf()),
+            ..Default::default()
+        })
+        .unwrap();
+        let p = Pipeline::new(Arc::new(cfg), Default::default(), crate::access_log::AccessLogger::off());
+        let resp = p.overload_response("127.0.0.1:9".parse().unwrap());
+        let head = String::from_utf8(resp.head.clone()).unwrap();
         assert!(head.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{head}");
+        assert!(head.contains("\r\nRetry-After: 1\r\n"), "{head}");
         assert!(head.contains("\r\nConnection: close"), "{head}");
-        assert!(head.contains(&format!("\r\nContent-Length: {}", body.len())), "{head}");
+        assert!(head.contains(&format!("\r\nContent-Length: {}", resp.body.len())), "{head}");
+        assert!(resp.close);
     }
 }

@@ -193,6 +193,12 @@ impl Pipeline {
         self.error_with(&Request::unparsed(peer), StatusCode::REQUEST_TIMEOUT, b"", true)
     }
 
+    /// The 503 (with `Retry-After: 1`, then close) for a connection the server has no room
+    /// for, e.g. when the pool's queue is full.
+    pub fn overload_response(&self, peer: SocketAddr) -> Response {
+        self.error_with(&Request::unparsed(peer), StatusCode::SERVICE_UNAVAILABLE, b"Retry-After: 1\r\n", true)
+    }
+
     /// Called by the architecture when a response has been sent (or abandoned after
     /// `body_sent` bytes): writes the access-log line.
     pub fn complete(&self, resp: &Response, body_sent: u64) {
