@@ -58,6 +58,14 @@ pub fn open_listeners(cfg: &Config) -> io::Result<Vec<TcpListener>> {
     Ok(all)
 }
 
+/// Checks, before the server announces itself, that the architecture can run here.
+pub fn preflight(cfg: &Config) -> io::Result<()> {
+    match cfg.arch {
+        Arch::Uring => uring::check_available(),
+        _ => Ok(()),
+    }
+}
+
 /// Serves on `listeners` with the configured architecture until shutdown completes.
 pub fn serve(server: &Server, listeners: Vec<TcpListener>) -> io::Result<()> {
     let arch = server.cfg.arch;

@@ -48,11 +48,20 @@ const RECV_MORE: usize = 16 << 10;
 /// Chunk buffers kept for reuse.
 const SPARE_BUFFERS: usize = 32;
 
+/// Fails with the one-line reason if the kernel refuses io_uring (checked before the server
+/// announces that it listens).
+pub fn check_available() -> io::Result<()> {
+    open_ring(8).map(drop)
+}
+
+fn open_ring(entries: u32) -> io::Result<Ring> {
+    Ring::new(entries).map_err(|e| io::Error::new(e.kind(), format!("io_uring unavailable ({e}); use --arch amped")))
+}
+
 /// Serves `listener` with an io_uring loop until shutdown. Fails at once, with a one-line
 /// reason, if the kernel refuses io_uring.
 pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &AtomicBool) -> io::Result<()> {
-    let ring = Ring::new(RING_ENTRIES)
-        .map_err(|e| io::Error::new(e.kind(), format!("io_uring unavailable ({e}); use --arch amped")))?;
+    let ring = open_ring(RING_ENTRIES)?;
     // The ring waits for connections itself; accepted sockets inherit TCP_NODELAY.
     listener.set_nonblocking(false)?;
     socket2::SockRef::from(&listener).set_tcp_nodelay(true)?;
