@@ -1,5 +1,52 @@
-//! amplab: the experiments (being written).
+//! amplab: the experiments of the Flash (1999) and New Flash / DeBox (2004) papers, and a
+//! student thread-pool experiment, run against amped and real peers. See crates/lab/README.md.
+//!
+//! Exit status: 0 on success, 1 when an experiment could not run (one line on stderr says
+//! why), 2 for bad arguments.
+
+mod cli;
+mod clock;
+mod datasets;
+mod diskemu;
+mod experiments;
+mod install;
+mod load;
+mod machine;
+mod proc;
+mod progress;
+mod report;
+mod rng;
+mod servers;
+mod stats;
+mod svg;
+mod tools;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
 fn main() {
-    eprintln!("amplab: no experiments yet");
-    std::process::exit(2);
+    let cli = Cli::parse();
+    proc::become_subreaper();
+    let result = match &cli.command {
+        Command::SingleFile(a) => experiments::single_file::run(a).map(|p| vec![p]),
+        Command::Trace(a) => experiments::trace::run(a).map(|p| vec![p]),
+        Command::Optimizations(a) => experiments::optimizations::run(a).map(|p| vec![p]),
+        Command::DiskBound(a) => experiments::disk_bound::run(a).map(|p| vec![p]),
+        Command::Capacity(a) => experiments::capacity::run(a).map(|p| vec![p]),
+        Command::PoolVsNopool(a) => experiments::pool::run(a).map(|p| vec![p]),
+        Command::All(a) => experiments::all::run(a),
+        Command::InstallPeers(a) => install::run(a.dry_run).map(|()| Vec::new()),
+    };
+    match result {
+        Ok(folders) => {
+            for f in folders {
+                println!("{}", f.display());
+            }
+        }
+        Err(e) => {
+            eprintln!("amplab: {e}");
+            std::process::exit(1);
+        }
+    }
 }

@@ -1,0 +1,337 @@
+//! The command line as typed (clap). Each experiment module resolves these raw options, with
+//! its own full and `--quick` defaults, into the parameters it runs with; nothing else reads
+//! them.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Reproduces the Flash (1999) and New Flash / DeBox (2004) experiments, and a student
+/// thread-pool experiment, against amped and real peers (nginx, Apache, lighttpd, h2o).
+///
+/// Each run writes bench/runs/<date>-<experiment>[-quick]/ with setup.json, raw results
+/// (CSV and JSON), SVG figures and summary.md.
+#[derive(Debug, Parser)]
+#[command(name = "amplab", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// One subcommand per experiment.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// E1: bandwidth and connection rate vs file size on one cached file (Flash Figs 6/7).
+    SingleFile(SingleFileArgs),
+    /// E2: Owlnet-like and CS-like trace replay (or your own access log), throughput per server.
+    Trace(TraceArgs),
+    /// E3: amped with the 8 combinations of path / header / file cache (Flash Fig 11).
+    Optimizations(OptimizationsArgs),
+    /// E4: the DeBox disk-bound test: fixed rate, 1020 clients, 5 requests per connection.
+    DiskBound(DiskBoundArgs),
+    /// E5: capacity at infinite demand vs data-set size (DeBox Table 8, scaled).
+    Capacity(CapacityArgs),
+    /// E6: thread per connection (mt) vs a pool of 5 threads, measured with ab.
+    PoolVsNopool(PoolArgs),
+    /// Every experiment in turn, each into its own folder.
+    All(AllArgs),
+    /// apt-get install the peers and tools (root): nginx-light, apache2-bin, lighttpd, h2o,
+    /// apache2-utils (ab), wrk.
+    InstallPeers(InstallArgs),
+}
+
+/// Options every experiment takes.
+#[derive(Debug, Args, Clone)]
+pub struct CommonArgs {
+    /// Same code path with tiny data sets and seconds-long runs (used by the tests and CI).
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Servers to measure, comma-separated: amped architectures (sped, amped, mt, pool, mp,
+    /// uring) with options after colons (e.g. amped:instances=2, pool:threads=5,
+    /// amped:no-path-cache), and peers (nginx, nginx-aio, apache-event, apache-prefork-150,
+    /// apache-prefork-300, lighttpd, h2o). Default: the experiment's list.
+    #[arg(long, value_delimiter = ',')]
+    pub servers: Option<Vec<String>>,
+
+    /// Folder for this run (default bench/runs/<date>-<experiment>[-quick] under the repo).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Where generated data sets live (reused across runs when the parameters match).
+    #[arg(long, value_name = "DIR", default_value = "/var/tmp/amplab")]
+    pub data_dir: PathBuf,
+
+    /// The amped binary (default: beside amplab's own executable).
+    #[arg(long, value_name = "PATH")]
+    pub amped: Option<PathBuf>,
+
+    /// The ampload binary (default: beside amplab's own executable).
+    #[arg(long, value_name = "PATH")]
+    pub ampload: Option<PathBuf>,
+
+    /// CPUs the servers are pinned to (taskset list).
+    #[arg(long, default_value = "1", value_name = "CPUS")]
+    pub server_cpus: String,
+
+    /// CPUs the load generator is pinned to (taskset list).
+    #[arg(long, default_value = "0", value_name = "CPUS")]
+    pub client_cpus: String,
+
+    /// Do not pin servers or load generators.
+    #[arg(long)]
+    pub no_pin: bool,
+
+    /// Seed for generated files and traces.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Rounds (server order rotates each round; results are medians over rounds).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: Option<u32>,
+
+    /// Seconds measured per cell.
+    #[arg(long, value_parser = positive_secs)]
+    pub duration: Option<f64>,
+
+    /// Seconds of unmeasured load before measuring.
+    #[arg(long, value_parser = non_negative_secs)]
+    pub warmup: Option<f64>,
+}
+
+/// The emulated slow disk (see the README's disk-emulation paragraph).
+#[derive(Debug, Args, Clone)]
+pub struct DiskArgs {
+    /// Memory cgroup limit for the server, MiB (bounds its page cache too).
+    #[arg(long, value_name = "MIB")]
+    pub memory_mb: Option<u64>,
+
+    /// blkio throttle: reads per second on the data's disk.
+    #[arg(long, value_name = "N", default_value_t = 300)]
+    pub read_iops: u32,
+
+    /// Do not use cgroups even when root.
+    #[arg(long)]
+    pub no_cgroups: bool,
+
+    /// How the data set leaves the page cache before each server: drop-caches (root: sync and
+    /// /proc/sys/vm/drop_caches, everything) or fadvise (posix_fadvise DONTNEED on the data
+    /// set's files only). Default: drop-caches for full runs as root, fadvise otherwise.
+    #[arg(long, value_enum)]
+    pub evict: Option<EvictArg>,
+}
+
+/// The `--evict` choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvictArg {
+    DropCaches,
+    Fadvise,
+}
+
+/// Which load generator drives the single-file experiments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GeneratorArg {
+    Ampload,
+    Wrk,
+}
+
+/// Which load generator drives pool-vs-nopool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AbGeneratorArg {
+    /// ab if installed, else ampload --close.
+    Auto,
+    Ab,
+    Ampload,
+}
+
+/// The connection modes of the single-file tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModeArg {
+    /// One request per connection (`Connection: close`), as the 1999 paper's HTTP/1.0 clients.
+    Close,
+    /// Persistent connections.
+    Keepalive,
+}
+
+#[derive(Debug, Args)]
+pub struct SingleFileArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// File sizes, comma-separated, with K/M suffixes (KiB/MiB), e.g. 0,1K,100K.
+    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+    pub sizes: Option<Vec<u64>>,
+    /// Connection modes to run.
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub modes: Option<Vec<ModeArg>>,
+    /// Concurrent connections of the closed-loop load generator.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub connections: Option<u32>,
+    /// Load generator.
+    #[arg(long, value_enum, default_value = "ampload")]
+    pub generator: GeneratorArg,
+}
+
+#[derive(Debug, Args)]
+pub struct OptimizationsArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// amped architecture whose caches are switched.
+    #[arg(long, default_value = "amped")]
+    pub arch: String,
+    /// File sizes, comma-separated, with K/M suffixes.
+    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+    pub sizes: Option<Vec<u64>>,
+    /// Connection modes to run (the paper measured connection rate: close).
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub modes: Option<Vec<ModeArg>>,
+    /// Concurrent connections of the closed-loop load generator.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub connections: Option<u32>,
+    /// Load generator.
+    #[arg(long, value_enum, default_value = "ampload")]
+    pub generator: GeneratorArg,
+}
+
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub disk: DiskArgs,
+    /// Replay this Common Log Format access log (against a generated file set that matches
+    /// it) instead of the Owlnet-like and CS-like synthetic traces.
+    #[arg(long, value_name = "FILE")]
+    pub clf: Option<PathBuf>,
+    /// Concurrent connections (closed loop).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub connections: Option<u32>,
+    /// Requests per persistent connection (1 = a connection per request).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub requests_per_conn: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct DiskBoundArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub disk: DiskArgs,
+    /// Data-set size (e.g. 2G, 500M).
+    #[arg(long, value_parser = parse_size)]
+    pub dataset: Option<u64>,
+    /// Fixed request rate; default: 90% of the slowest server's capacity, measured first.
+    #[arg(long, value_parser = positive_secs)]
+    pub rate: Option<f64>,
+    /// Simulated clients (the open loop's connection pool).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub connections: Option<u32>,
+    /// Requests per persistent connection.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub requests_per_conn: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct CapacityArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub disk: DiskArgs,
+    /// Data-set sizes as multiples of the memory limit (the paper's 0.5/1.5/3.3 GB on 1 GB).
+    #[arg(long, value_delimiter = ',')]
+    pub scales: Option<Vec<f64>>,
+    /// Concurrent connections (closed loop, infinite demand).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub connections: Option<u32>,
+    /// Requests per persistent connection.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub requests_per_conn: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct PoolArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Concurrency levels (ab -c).
+    #[arg(long, value_delimiter = ',')]
+    pub concurrency: Option<Vec<u32>>,
+    /// Requests per cell on the 37-byte file (ab -n).
+    #[arg(long)]
+    pub small_requests: Option<u64>,
+    /// Requests per cell on the 10 MB file (ab -n).
+    #[arg(long)]
+    pub large_requests: Option<u64>,
+    /// Load generator: ab (as the seed experiment), or ampload --close.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub generator: AbGeneratorArg,
+}
+
+#[derive(Debug, Args)]
+pub struct AllArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub disk: DiskArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// Print the apt-get command instead of running it.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Parses `0`, `37`, `1K`, `100K`, `10M`, `2G` (binary multiples) into bytes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v * (mult as f64) < 1e15 => {
+            Ok((v * mult as f64).round() as u64)
+        }
+        _ => Err(format!("{text:?} is not a size (like 0, 37, 1K, 100K, 10M, 2G)")),
+    }
+}
+
+fn positive_secs(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{text:?} is not a positive number")),
+    }
+}
+
+fn non_negative_secs(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("{text:?} is not a number of seconds")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sizes() {
+        assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_size("37"), Ok(37));
+        assert_eq!(parse_size("1K"), Ok(1024));
+        assert_eq!(parse_size("1.5k"), Ok(1536));
+        assert_eq!(parse_size("10M"), Ok(10 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        for bad in ["", "x", "-1", "1T", "K"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

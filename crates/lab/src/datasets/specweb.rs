@@ -1,0 +1,137 @@
+//! SPECweb99-like file sets and Zipf request traces (peers-and-methods §2.4).
+//!
+//! Layout: `dir00000/` … each with `class{0..3}_{1..9}`; class c file i has
+//! `CLASS_BASE[c] * i` bytes (0.1–0.9 KB, 1–9 KB, 10–90 KB, 100–900 KB), so a directory holds
+//! about 5.12 MB. Requests: directory by Zipf(α = 1), class by the 35/50/14/1 % mix, file
+//! within the class by Zipf over its 9 files. The number of directories is chosen to reach the
+//! requested total size.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::{Noise, make_dir, marker_matches, write_marker};
+use crate::rng::{Rng, Weighted, Zipf};
+
+/// Base size of each class (bytes); file i of class c has `CLASS_BASE[c] * i` bytes.
+pub const CLASS_BASE: [u64; 4] = [102, 1024, 10_240, 102_400];
+/// Share of requests going to each class.
+pub const CLASS_MIX: [f64; 4] = [0.35, 0.50, 0.14, 0.01];
+/// Files per class.
+pub const FILES_PER_CLASS: u64 = 9;
+
+/// Bytes in one directory (36 files).
+pub fn dir_bytes() -> u64 {
+    CLASS_BASE.iter().map(|b| b * (1..=FILES_PER_CLASS).sum::<u64>()).sum()
+}
+
+/// Directories needed for about `total` bytes (at least one).
+pub fn dirs_for(total: u64) -> u32 {
+    ((total as f64 / dir_bytes() as f64).round() as u32).max(1)
+}
+
+/// A generated file set.
+#[derive(Clone, Debug)]
+pub struct FileSet {
+    pub root: PathBuf,
+    pub dirs: u32,
+    pub bytes: u64,
+}
+
+/// Creates (or reuses, when a previous run made the same one) a set of about `total` bytes
+/// under `parent/specweb-<dirs>d-s<seed>/`.
+pub fn generate(parent: &Path, total: u64, seed: u64) -> io::Result<FileSet> {
+    let dirs = dirs_for(total);
+    let root = parent.join(format!("specweb-{dirs}d-s{seed}"));
+    let marker = parent.join(format!("specweb-{dirs}d-s{seed}.params.json"));
+    let params = json!({"dirs": dirs, "seed": seed, "dir_bytes": dir_bytes(), "format": 1});
+    let set = FileSet { root: root.clone(), dirs, bytes: u64::from(dirs) * dir_bytes() };
+    if marker_matches(&marker, &params) && root.is_dir() {
+        return Ok(set);
+    }
+    let _ = std::fs::remove_file(&marker);
+    make_dir(&root)?;
+    let noise = Noise::new(seed);
+    let mut rng = Rng::new(seed);
+    for d in 0..dirs {
+        let dir = root.join(format!("dir{d:05}"));
+        make_dir(&dir)?;
+        for (c, base) in CLASS_BASE.iter().enumerate() {
+            for i in 1..=FILES_PER_CLASS {
+                noise.write_file(&dir.join(format!("class{c}_{i}")), base * i, &mut rng)?;
+            }
+        }
+    }
+    write_marker(&marker, &params)?;
+    Ok(set)
+}
+
+/// One request of a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub dir: u32,
+    pub class: u8,
+    pub file: u8,
+}
+
+impl Request {
+    /// `/dir00012/class1_3`.
+    pub fn path(&self) -> String {
+        format!("/dir{:05}/class{}_{}", self.dir, self.class, self.file)
+    }
+
+    /// Size of the file it asks for.
+    pub fn bytes(&self) -> u64 {
+        CLASS_BASE[usize::from(self.class)] * u64::from(self.file)
+    }
+}
+
+/// `n` requests over a set of `dirs` directories, drawn as the module doc says.
+pub fn trace(dirs: u32, n: usize, seed: u64) -> Vec<Request> {
+    let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9).wrapping_add(17));
+    let dir_zipf = Zipf::new(dirs as usize, 1.0);
+    let file_zipf = Zipf::new(FILES_PER_CLASS as usize, 1.0);
+    let class = Weighted::new(&CLASS_MIX);
+    (0..n)
+        .map(|_| Request {
+            dir: dir_zipf.sample(&mut rng) as u32,
+            class: class.sample(&mut rng) as u8,
+            file: file_zipf.sample(&mut rng) as u8 + 1,
+        })
+        .collect()
+}
+
+/// Writes a trace as one path per line (ampload `--urls`).
+pub fn write_urls(path: &Path, requests: &[Request]) -> io::Result<()> {
+    let mut text = String::with_capacity(requests.len() * 22);
+    for r in requests {
+        text.push_str(&r.path());
+        text.push('\n');
+    }
+    std::fs::write(path, text)
+}
+
+/// Mean response body of a trace (bytes).
+pub fn mean_bytes(requests: &[Request]) -> f64 {
+    requests.iter().map(|r| r.bytes() as f64).sum::<f64>() / requests.len().max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directory_size_matches_specweb() {
+        assert_eq!(dir_bytes(), 45 * (102 + 1024 + 10_240 + 102_400));
+        assert_eq!(dirs_for(1), 1);
+        assert_eq!(dirs_for(1 << 30), 210);
+    }
+
+    #[test]
+    fn trace_paths_name_existing_files() {
+        let t = trace(3, 1000, 1);
+        assert!(t.iter().all(|r| r.dir < 3 && r.class < 4 && (1..=9).contains(&r.file)));
+        assert_eq!(Request { dir: 12, class: 1, file: 3 }.path(), "/dir00012/class1_3");
+    }
+}

@@ -1,0 +1,211 @@
+//! E5, capacity at infinite demand vs data-set size (DeBox 2004, Table 8): closed-loop clients
+//! with persistent connections (5 requests each) on SPECweb99-like sets. The paper's 500 MB,
+//! 1.5 GB and 3.3 GB ran on a 1 GB machine; here the sizes are the same multiples (0.5, 1.5,
+//! 3.3) of the memory cgroup's limit, and the summary says so.
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::diskrun::{self, DiskCell, Load};
+use super::{Lab, failures_section};
+use crate::cli::CapacityArgs;
+use crate::datasets::specweb;
+use crate::progress::Progress;
+use crate::report::csv::{Csv, num};
+use crate::report::markdown::table;
+use crate::stats::{fmt, ratio};
+use crate::svg::{Chart, Plot, Scale, Series};
+
+/// Apache, old Flash (sped), New Flash (amped), and the other peers.
+pub const DEFAULT_SERVERS: &[&str] =
+    &["apache-prefork-150", "sped", "amped", "uring", "nginx", "nginx-aio", "lighttpd", "h2o"];
+
+/// One measured (data set, server).
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub dataset_bytes: u64,
+    pub scale: f64,
+    pub cell: DiskCell,
+}
+
+/// Runs E5 and writes its folder.
+pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
+    let q = a.common.quick;
+    let mut lab = Lab::open("capacity", &a.common, DEFAULT_SERVERS)?;
+    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 32 } else { 128 });
+    let scales =
+        a.scales.clone().unwrap_or_else(|| if q { vec![0.5, 1.5] } else { vec![0.5, 1.5, 3.3] });
+    if scales.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+        return Err("--scales must be positive numbers".into());
+    }
+    let connections = a.connections.unwrap_or(if q { 20 } else { 1020 });
+    let warmup = a.common.warmup.unwrap_or(if q { 0.5 } else { 15.0 });
+    let duration = a.common.duration.unwrap_or(if q { 1.0 } else { 20.0 });
+    let trace_len = if q { 20_000 } else { 400_000 };
+    let steps = scales.len() * lab.servers.len();
+    let mut progress =
+        Progress::new(lab.experiment, steps, steps as f64 * (warmup + duration + 3.0));
+    let mut rows = Vec::new();
+    for &scale in &scales {
+        let bytes = (emu.memory_limit_bytes as f64 * scale) as u64;
+        let set = specweb::generate(&lab.data_dir, bytes, lab.seed)
+            .map_err(|e| format!("cannot write the file set: {e}"))?;
+        let tmp = lab.run.tmp();
+        let (warm, measure) =
+            (tmp.join(format!("warm-{scale}.urls")), tmp.join(format!("measure-{scale}.urls")));
+        let trace = specweb::trace(set.dirs, trace_len, lab.seed);
+        specweb::write_urls(&measure, &trace).map_err(|e| e.to_string())?;
+        specweb::write_urls(&warm, &specweb::trace(set.dirs, trace_len, lab.seed + 1))
+            .map_err(|e| e.to_string())?;
+        let load = Load {
+            warm_urls: warm,
+            measure_urls: measure,
+            warmup_s: warmup,
+            duration_s: duration,
+            connections,
+            requests_per_conn: Some(a.requests_per_conn),
+            rate: None,
+            timeout_s: 30.0,
+        };
+        for spec in lab.servers.clone() {
+            progress.step(
+                &format!(
+                    "{} on {:.0} MiB ({scale}× memory)",
+                    spec.label,
+                    set.bytes as f64 / 1048576.0
+                ),
+                warmup + duration + 3.0,
+            );
+            let cell =
+                diskrun::run_one(&lab, &emu, &spec, &set.root, &trace[0].path(), &load, "cap");
+            if let Some(m) = &cell.measurement {
+                progress
+                    .note(&format!("{}: {:.1} Mb/s, {:.0} req/s", spec.label, m.body_mbps, m.rps));
+            }
+            if let Some(e) = &cell.error {
+                progress.note(&format!("{}: {e}", spec.label));
+            }
+            rows.push(Row { dataset_bytes: set.bytes, scale, cell });
+        }
+    }
+    let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
+    let io = |e: std::io::Error| e.to_string();
+    let mut csv = Csv::new(&[
+        "dataset_bytes",
+        "scale",
+        "server",
+        "requests",
+        "errors",
+        "rps",
+        "body_mbps",
+        "p50_ms",
+        "p95_ms",
+        "mean_ms",
+        "disk_reads",
+        "error",
+    ]);
+    for r in &rows {
+        let m = r.cell.measurement.clone().unwrap_or_default();
+        csv.row(vec![
+            r.dataset_bytes.to_string(),
+            r.scale.to_string(),
+            r.cell.server.clone(),
+            m.requests.to_string(),
+            m.errors.to_string(),
+            num(m.rps),
+            num(m.body_mbps),
+            num(m.latency.p50),
+            num(m.latency.p95),
+            num(m.latency.mean),
+            r.cell.cgroup.as_ref().map_or(String::new(), |c| c.disk_reads.to_string()),
+            r.cell.error.clone().unwrap_or_default(),
+        ]);
+    }
+    lab.run.write("results.csv", &csv.render()).map_err(io)?;
+    lab.run.write_json("results.json", &rows).map_err(io)?;
+    let mbps = |l: &str, scale: f64| {
+        rows.iter()
+            .find(|r| r.cell.server == l && r.scale == scale)
+            .and_then(|r| r.cell.measurement.as_ref())
+            .map_or(f64::NAN, |m| m.body_mbps)
+    };
+    let series: Vec<Series> = labels
+        .iter()
+        .map(|l| Series {
+            name: l.clone(),
+            points: rows
+                .iter()
+                .filter(|r| &r.cell.server == l)
+                .map(|r| (r.dataset_bytes as f64 / 1048576.0, mbps(l, r.scale)))
+                .collect(),
+        })
+        .collect();
+    let limit_mib = emu.memory_limit_bytes >> 20;
+    let figure = lab.run.write_chart("capacity", &Chart {
+        title: "Capacity at infinite demand vs data-set size (DeBox Table 8, scaled)".into(),
+        subtitle: format!("SPECweb99-like sets at {} × a {limit_mib} MiB memory limit; {connections} closed-loop clients × {} requests/connection; {}", scales.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" / "), a.requests_per_conn, if emu.applied() { "memory + blkio cgroups" } else { "NO disk emulation" }),
+        x_label: "data-set size (MiB)".into(),
+        y_label: "throughput, response bodies (Mb/s)".into(),
+        x_scale: Scale::Linear,
+        y_scale: Scale::Linear,
+        plot: Plot::Lines(series),
+    }).map_err(io)?;
+    let workload = format!(
+        "SPECweb99-like file sets of {} times the server's {limit_mib} MiB memory limit (the paper: 0.5 / 1.5 / 3.3 GB on a 1 GB machine, so the same ratios, not the same sizes), Zipf trace; {connections} closed-loop clients, {} requests per persistent connection (infinite demand); {warmup} s warm-up, {duration} s measured",
+        scales.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" / "),
+        a.requests_per_conn
+    );
+    let mut s = lab.summary_head("E5 capacity vs data-set size (DeBox 2004, Table 8)", &workload);
+    s.push_str(&format!("Disk: {}\n\n", emu.describe()));
+    let mut header = vec!["server".to_string()];
+    header.extend(scales.iter().map(|sc| {
+        format!("{:.0} MiB ({sc}×) Mb/s", emu.memory_limit_bytes as f64 * sc / 1048576.0)
+    }));
+    let body: Vec<Vec<String>> = labels
+        .iter()
+        .map(|l| {
+            std::iter::once(l.clone()).chain(scales.iter().map(|&sc| fmt(mbps(l, sc), 1))).collect()
+        })
+        .collect();
+    s.push_str(&table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body));
+    s.push_str(&format!("\nPaper (Mb/s, Apache / Old Flash / New Flash): 500 MB 240.3 / 485.2 / 660.9; 1.5 GB 230.7 / 410.6 / 580.3; 3.3 GB 210.6 / 264.5 / 326.4.\n\nFigure: [{figure}]({figure})\n\n## Compared with the paper\n\n"));
+    let first = scales[0];
+    let last = scales[scales.len() - 1];
+    for l in &labels {
+        let drop = ratio(mbps(l, last), mbps(l, first));
+        out_line(
+            &mut s,
+            &format!("{l}: {} of its small-set throughput at the largest set", fmt(drop, 2)),
+        );
+    }
+    if labels.iter().any(|l| l == "amped") && labels.iter().any(|l| l == "sped") {
+        let r = ratio(mbps("amped", last), mbps("sped", last));
+        out_line(
+            &mut s,
+            &format!(
+                "*New Flash beats old Flash on the largest set (326 vs 265 Mb/s, 1.23×)*: amped/sped = {}",
+                fmt(r, 2)
+            ),
+        );
+    }
+    s.push_str("\nThroughput falls as the data set outgrows memory for every server, as in the paper; what separates the servers is whether disk waits stall the whole server (sped, nginx without aio, lighttpd, h2o) or only the requests that miss (amped's helpers, uring, Apache's processes, nginx-aio).\n");
+    let failures: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            r.cell
+                .error
+                .as_ref()
+                .map(|e| format!("{} MiB {}: {e}", r.dataset_bytes >> 20, r.cell.server))
+        })
+        .collect();
+    s.push_str(&failures_section(&failures));
+    let params = json!({"scales": scales, "memory_limit_bytes": emu.memory_limit_bytes, "connections": connections, "requests_per_conn": a.requests_per_conn, "warmup_s": warmup, "duration_s": duration, "trace_requests": trace_len});
+    let notes = if emu.applied() { Vec::new() } else { vec![emu.describe()] };
+    lab.finish(params, Some(json!(emu)), notes, &s)
+}
+
+fn out_line(s: &mut String, text: &str) {
+    s.push_str("- ");
+    s.push_str(text);
+    s.push_str(".\n");
+}

@@ -1,0 +1,192 @@
+//! The experiments, and what they share: [`Lab`] opens a run (binaries, pinning, servers
+//! available here, the output folder) and closes it (setup.json, summary.md).
+
+pub mod all;
+pub mod capacity;
+pub mod disk_bound;
+pub mod diskrun;
+pub mod optimizations;
+pub mod pool;
+pub mod single_file;
+pub mod trace;
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::cli::CommonArgs;
+use crate::clock::Utc;
+use crate::diskemu::Cgroup;
+use crate::proc::Pinning;
+use crate::report::RunDir;
+use crate::report::setup::Setup;
+use crate::servers::{self, Launcher, RunningServer, ServerSpec};
+use crate::tools::Binaries;
+
+/// One experiment run in progress.
+pub struct Lab {
+    pub experiment: &'static str,
+    pub quick: bool,
+    pub bins: Binaries,
+    pub pin: Pinning,
+    pub run: RunDir,
+    pub launcher: Launcher,
+    pub started: Utc,
+    pub data_dir: PathBuf,
+    pub seed: u64,
+    /// Servers to measure (installed ones only).
+    pub servers: Vec<ServerSpec>,
+    /// Servers skipped, with the reason.
+    pub skipped: Vec<(String, String)>,
+}
+
+impl Lab {
+    /// Opens a run of `experiment` with `default_servers` unless `--servers` was given.
+    pub fn open(
+        experiment: &'static str,
+        common: &CommonArgs,
+        default_servers: &[&str],
+    ) -> Result<Lab, String> {
+        let bins = Binaries::locate(common.amped.as_deref(), common.ampload.as_deref())?;
+        let wanted: Vec<String> = match &common.servers {
+            Some(list) => list.clone(),
+            None => default_servers.iter().map(|s| s.to_string()).collect(),
+        };
+        let specs = ServerSpec::parse_list(&wanted)?;
+        let (servers, skipped) = servers::available(specs);
+        if servers.is_empty() {
+            return Err("none of the requested servers is installed here".into());
+        }
+        let pin = if common.no_pin {
+            Pinning { server_cpus: None, client_cpus: None }
+        } else {
+            if crate::tools::which("taskset").is_none() {
+                return Err(
+                    "taskset (util-linux) is not installed: install it or pass --no-pin".into()
+                );
+            }
+            Pinning {
+                server_cpus: Some(common.server_cpus.clone()),
+                client_cpus: Some(common.client_cpus.clone()),
+            }
+        };
+        let run = RunDir::create(common.out.as_deref(), experiment, common.quick)
+            .map_err(|e| format!("cannot create the run folder: {e}"))?;
+        crate::datasets::make_dir(&common.data_dir)
+            .map_err(|e| format!("{}: {e}", common.data_dir.display()))?;
+        let launcher = Launcher::new(
+            bins.clone(),
+            &pin,
+            run.tmp(),
+            run.path.join("logs"),
+            run.path.join("configs"),
+        );
+        eprintln!("[amplab {experiment}] writing to {}", run.path.display());
+        Ok(Lab {
+            experiment,
+            quick: common.quick,
+            bins,
+            pin,
+            run,
+            launcher,
+            started: Utc::now(),
+            data_dir: common.data_dir.clone(),
+            seed: common.seed,
+            servers,
+            skipped,
+        })
+    }
+
+    /// CPUs for the load generator.
+    pub fn client_cpus(&self) -> Option<&str> {
+        self.pin.client_cpus.as_deref()
+    }
+
+    /// Starts `spec` on `root` (in `cgroup` if given) and checks that `probe_path` answers 200.
+    pub fn start(
+        &self,
+        spec: &ServerSpec,
+        root: &std::path::Path,
+        cgroup: Option<&Cgroup>,
+        probe_path: &str,
+    ) -> Result<RunningServer, String> {
+        let procs = cgroup.map(Cgroup::procs);
+        let server = self.launcher.launch(spec, root, procs.as_ref())?;
+        server.check(probe_path)?;
+        Ok(server)
+    }
+
+    /// The servers in round `round`'s order (rotated so none is always first or last).
+    pub fn order(&self, round: u32) -> Vec<ServerSpec> {
+        let n = self.servers.len();
+        (0..n).map(|i| self.servers[(i + round as usize) % n].clone()).collect()
+    }
+
+    /// Writes setup.json and summary.md, removes scratch files, and returns the folder.
+    pub fn finish(
+        mut self,
+        parameters: Value,
+        disk: Option<Value>,
+        notes: Vec<String>,
+        summary: &str,
+    ) -> Result<PathBuf, String> {
+        let setup = Setup {
+            experiment: self.experiment,
+            quick: self.quick,
+            started: self.started,
+            bins: &self.bins,
+            pin: &self.pin,
+            launcher: &self.launcher,
+            skipped: &self.skipped,
+            parameters,
+            disk,
+            notes,
+        };
+        let json = setup.to_json();
+        let io = |e: std::io::Error| format!("cannot write results: {e}");
+        self.run.write_json("setup.json", &json).map_err(io)?;
+        self.run.write("summary.md", summary).map_err(io)?;
+        self.run.finish();
+        eprintln!("[amplab {}] done: {}", self.experiment, self.run.path.display());
+        Ok(self.run.path.clone())
+    }
+
+    /// The summary's opening: title, command, pinning, skipped servers, quick-run warning.
+    pub fn summary_head(&self, title: &str, workload: &str) -> String {
+        let mut s = format!("# {title}\n\n");
+        if self.quick {
+            s.push_str("> **Quick run**: tiny data sets and seconds-long cells, to exercise the code path. The numbers below are not results.\n\n");
+        }
+        s.push_str(&format!("Command: `{}`\n\n", std::env::args().collect::<Vec<_>>().join(" ")));
+        s.push_str(&format!("Workload: {workload}\n\n"));
+        match (&self.pin.server_cpus, &self.pin.client_cpus) {
+            (Some(s_cpus), Some(c_cpus)) => s.push_str(&format!(
+                "Servers pinned to CPU {s_cpus} (every process and thread of a server shares it), the load generator to CPU {c_cpus}; loopback (127.0.0.1).\n\n"
+            )),
+            _ => s.push_str("Nothing pinned (--no-pin); loopback (127.0.0.1).\n\n"),
+        }
+        if !self.skipped.is_empty() {
+            s.push_str("Skipped (not installed here):\n\n");
+            for (label, why) in &self.skipped {
+                s.push_str(&format!("- {label}: {why}\n"));
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// Failures of single cells, listed at the end of a summary.
+pub fn failures_section(failures: &[String]) -> String {
+    if failures.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\n## Failed or suspect cells\n\n");
+    for f in failures.iter().take(30) {
+        s.push_str(&format!("- {f}\n"));
+    }
+    if failures.len() > 30 {
+        s.push_str(&format!("- … and {} more (see results.csv)\n", failures.len() - 30));
+    }
+    s
+}

@@ -1,0 +1,271 @@
+//! E2, trace replay (Flash §6.2, Fig 8): throughput per server on an "Owlnet-like" small,
+//! cache-friendly data set and a "CS-like" large, disk-bound one (the Rice traces are not
+//! public: both are SPECweb99-like sets with Zipf traces, sized against the memory limit), or
+//! on a user's own Common Log Format log replayed in order against a matching file set.
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::diskrun::{self, DiskCell, Load};
+use super::{Lab, failures_section};
+use crate::cli::TraceArgs;
+use crate::datasets::{replay, specweb};
+use crate::progress::Progress;
+use crate::report::csv::{Csv, num};
+use crate::report::markdown::table;
+use crate::stats::{fmt, ratio};
+use crate::svg::{Chart, Plot, Scale};
+
+/// The Flash paper's line-up (Flash, SPED, MT, MP) plus uring and the peers.
+pub const DEFAULT_SERVERS: &[&str] = &[
+    "sped",
+    "amped",
+    "mt",
+    "pool:threads=64",
+    "mp:processes=64",
+    "uring",
+    "nginx",
+    "apache-event",
+    "lighttpd",
+    "h2o",
+];
+
+/// A workload: a file set and its request list.
+struct Workload {
+    name: String,
+    description: String,
+    root: std::path::PathBuf,
+    urls: Vec<String>,
+    warm_urls: Vec<String>,
+    bytes: u64,
+}
+
+/// One measured (workload, server).
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub workload: String,
+    pub round: u32,
+    pub cell: DiskCell,
+}
+
+/// Runs E2 and writes its folder.
+pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
+    let q = a.common.quick;
+    let mut lab = Lab::open("trace", &a.common, DEFAULT_SERVERS)?;
+    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 32 } else { 128 });
+    let trace_len = if q { 20_000 } else { 400_000 };
+    let mut notes = Vec::new();
+    let workloads = match &a.clf {
+        Some(log) => {
+            let r = replay::build(log, &lab.data_dir, lab.seed)
+                .map_err(|e| format!("{}: {e}", log.display()))?;
+            if r.requests == 0 {
+                return Err(format!(
+                    "{}: no replayable GET request ({} lines rejected: {})",
+                    log.display(),
+                    r.lines_rejected,
+                    r.first_rejections.join("; ")
+                ));
+            }
+            if r.lines_rejected > 0 {
+                eprintln!(
+                    "[amplab trace] {}: {} lines rejected, first: {}",
+                    log.display(),
+                    r.lines_rejected,
+                    r.first_rejections.join("; ")
+                );
+            }
+            notes.push(format!(
+                "access log {}: {}",
+                log.display(),
+                serde_json::to_string(&r).unwrap_or_default()
+            ));
+            vec![Workload {
+                name: "access-log".into(),
+                description: format!(
+                    "{} replayed in order ({} GET requests, {} files, {:.1} MiB; {} lines rejected, {} non-GET, {} unusable paths)",
+                    log.display(),
+                    r.requests,
+                    r.files,
+                    r.bytes as f64 / 1048576.0,
+                    r.lines_rejected,
+                    r.skipped_methods,
+                    r.skipped_paths
+                ),
+                root: r.root.clone(),
+                warm_urls: r.urls.clone(),
+                urls: r.urls,
+                bytes: r.bytes,
+            }]
+        }
+        None => {
+            let mut out = Vec::new();
+            for (name, scale, what) in [
+                ("owlnet-like", 0.5, "small, cache-friendly"),
+                ("cs-like", 4.0, "large, disk-bound"),
+            ] {
+                let bytes = (emu.memory_limit_bytes as f64 * scale) as u64;
+                let set = specweb::generate(&lab.data_dir, bytes, lab.seed)
+                    .map_err(|e| format!("cannot write the file set: {e}"))?;
+                let path = |t: Vec<specweb::Request>| {
+                    t.iter().map(specweb::Request::path).collect::<Vec<_>>()
+                };
+                out.push(Workload {
+                    name: name.into(),
+                    description: format!("{what}: SPECweb99-like set of {:.0} MiB ({scale}× the memory limit), Zipf trace", set.bytes as f64 / 1048576.0),
+                    root: set.root,
+                    urls: path(specweb::trace(set.dirs, trace_len, lab.seed)),
+                    warm_urls: path(specweb::trace(set.dirs, trace_len, lab.seed + 1)),
+                    bytes: set.bytes,
+                });
+            }
+            out
+        }
+    };
+    let connections = a.connections.unwrap_or(if q { 8 } else { 64 });
+    let warmup = a.common.warmup.unwrap_or(if q { 0.5 } else { 10.0 });
+    let duration = a.common.duration.unwrap_or(if q { 1.0 } else { 20.0 });
+    let rounds = a.common.rounds.unwrap_or(1);
+    let steps = workloads.len() * lab.servers.len() * rounds as usize;
+    let mut progress =
+        Progress::new(lab.experiment, steps, steps as f64 * (warmup + duration + 3.0));
+    let mut rows = Vec::new();
+    for w in &workloads {
+        let tmp = lab.run.tmp();
+        let (warm, measure) =
+            (tmp.join(format!("{}-warm.urls", w.name)), tmp.join(format!("{}.urls", w.name)));
+        diskrun::write_urls(&warm, &w.warm_urls)?;
+        diskrun::write_urls(&measure, &w.urls)?;
+        let load = Load {
+            warm_urls: warm,
+            measure_urls: measure,
+            warmup_s: warmup,
+            duration_s: duration,
+            connections,
+            requests_per_conn: Some(a.requests_per_conn),
+            rate: None,
+            timeout_s: 30.0,
+        };
+        for round in 0..rounds {
+            for spec in lab.order(round) {
+                progress.step(
+                    &format!("{}: {} (round {}/{rounds})", w.name, spec.label, round + 1),
+                    warmup + duration + 3.0,
+                );
+                let cell = diskrun::run_one(&lab, &emu, &spec, &w.root, &w.urls[0], &load, "trace");
+                if let Some(m) = &cell.measurement {
+                    progress.note(&format!(
+                        "{}: {:.1} Mb/s, {:.0} req/s",
+                        spec.label, m.body_mbps, m.rps
+                    ));
+                }
+                if let Some(e) = &cell.error {
+                    progress.note(&format!("{}: {e}", spec.label));
+                }
+                rows.push(Row { workload: w.name.clone(), round, cell });
+            }
+        }
+    }
+    let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
+    let io = |e: std::io::Error| e.to_string();
+    let mut csv = Csv::new(&[
+        "workload",
+        "round",
+        "server",
+        "requests",
+        "errors",
+        "rps",
+        "body_mbps",
+        "p50_ms",
+        "p95_ms",
+        "mean_ms",
+        "disk_reads",
+        "error",
+    ]);
+    for r in &rows {
+        let m = r.cell.measurement.clone().unwrap_or_default();
+        csv.row(vec![
+            r.workload.clone(),
+            r.round.to_string(),
+            r.cell.server.clone(),
+            m.requests.to_string(),
+            m.errors.to_string(),
+            num(m.rps),
+            num(m.body_mbps),
+            num(m.latency.p50),
+            num(m.latency.p95),
+            num(m.latency.mean),
+            r.cell.cgroup.as_ref().map_or(String::new(), |c| c.disk_reads.to_string()),
+            r.cell.error.clone().unwrap_or_default(),
+        ]);
+    }
+    lab.run.write("results.csv", &csv.render()).map_err(io)?;
+    lab.run.write_json("results.json", &rows).map_err(io)?;
+    let mbps = |w: &str, l: &str| {
+        let v: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.workload == w && r.cell.server == l)
+            .filter_map(|r| r.cell.measurement.as_ref().map(|m| m.body_mbps))
+            .collect();
+        crate::stats::median(&v)
+    };
+    let names: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
+    let series =
+        labels.iter().map(|l| (l.clone(), names.iter().map(|w| mbps(w, l)).collect())).collect();
+    let figure = lab.run.write_chart("throughput", &Chart {
+        title: format!("Trace replay: throughput per server ({})", names.join(", ")),
+        subtitle: format!("{connections} closed-loop clients × {} requests/connection, {duration} s measured after {warmup} s warm-up; {}", a.requests_per_conn, if emu.applied() { "memory + blkio cgroups" } else { "NO disk emulation" }),
+        x_label: "workload".into(),
+        y_label: "throughput, response bodies (Mb/s)".into(),
+        x_scale: Scale::Linear,
+        y_scale: Scale::Linear,
+        plot: Plot::Bars { categories: names.clone(), series },
+    }).map_err(io)?;
+    let workload_text = workloads
+        .iter()
+        .map(|w| format!("{} — {}", w.name, w.description))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let mut s = lab.summary_head("E2 trace replay (Flash 1999 §6.2, Fig 8)", &format!("{workload_text}. {connections} closed-loop clients, {} requests per persistent connection; {warmup} s warm-up on another draw, {duration} s measured; {rounds} round(s), medians", a.requests_per_conn));
+    s.push_str(&format!("Disk: {}\n\n", emu.describe()));
+    let header: Vec<String> = std::iter::once("server".to_string())
+        .chain(names.iter().map(|n| format!("{n} Mb/s")))
+        .collect();
+    let body: Vec<Vec<String>> = labels
+        .iter()
+        .map(|l| {
+            std::iter::once(l.clone()).chain(names.iter().map(|w| fmt(mbps(w, l), 1))).collect()
+        })
+        .collect();
+    s.push_str(&table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body));
+    s.push_str(&format!("\nFigure: [{figure}]({figure})\n\n## Compared with the paper\n\n"));
+    for w in &names {
+        let best = labels
+            .iter()
+            .filter(|l| mbps(w, l).is_finite())
+            .max_by(|a, b| mbps(w, a).total_cmp(&mbps(w, b)));
+        s.push_str(&format!(
+            "- {w}: fastest is {} (paper: Flash/AMPED fastest on both traces, Apache slowest).\n",
+            best.map_or("-", |b| b.as_str())
+        ));
+    }
+    if names.len() == 2 && labels.iter().any(|l| l == "sped") && labels.iter().any(|l| l == "amped")
+    {
+        let owl = ratio(mbps(&names[0], "sped"), mbps(&names[0], "amped"));
+        let cs = ratio(mbps(&names[1], "sped"), mbps(&names[1], "amped"));
+        s.push_str(&format!("- *SPED does well on the cache-friendly trace and falls behind on the disk-bound one*: sped/amped = {} on {}, {} on {}. {}\n", fmt(owl, 2), names[0], fmt(cs, 2), names[1], super::single_file::verdict(cs < owl, "Holds", "Does not hold here")));
+    }
+    s.push_str(&format!("\nThe data sets total {:.0} MiB; the Rice CS and Owlnet traces are not public, so their shape (small and cache-resident vs large and disk-bound) is what is reproduced, not their numbers.\n", workloads.iter().map(|w| w.bytes).sum::<u64>() as f64 / 1048576.0));
+    let failures: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            r.cell.error.as_ref().map(|e| format!("{} {}: {e}", r.workload, r.cell.server))
+        })
+        .collect();
+    s.push_str(&failures_section(&failures));
+    if !emu.applied() {
+        notes.push(emu.describe());
+    }
+    let params = json!({"workloads": workloads.iter().map(|w| json!({"name": w.name, "description": w.description, "bytes": w.bytes, "requests": w.urls.len()})).collect::<Vec<_>>(), "connections": connections, "requests_per_conn": a.requests_per_conn, "warmup_s": warmup, "duration_s": duration, "rounds": rounds});
+    lab.finish(params, Some(json!(emu)), notes, &s)
+}

@@ -1,0 +1,222 @@
+//! Running ampload with `--json` and reading its report (schema: crates/load/README.md).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{Latency, LoadError, Measurement};
+use crate::proc::{Pinning, run_tool};
+
+/// One ampload invocation.
+#[derive(Clone, Debug)]
+pub struct Ampload {
+    pub url: String,
+    pub connections: u32,
+    pub duration_s: Option<f64>,
+    pub requests: Option<u64>,
+    /// Open loop at this rate; closed loop when `None`.
+    pub rate: Option<f64>,
+    /// Requests per connection (1 = `--close`); keep-alive when `None`.
+    pub requests_per_conn: Option<u32>,
+    pub urls_file: Option<PathBuf>,
+    pub timeout_s: f64,
+}
+
+/// The parts of ampload's JSON report amplab uses (unknown fields are ignored).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Report {
+    pub requests: u64,
+    pub ok: u64,
+    pub sent: u64,
+    pub body_bytes: u64,
+    pub duration_s: f64,
+    pub rps: f64,
+    pub conn_per_s: f64,
+    pub status: BTreeMap<String, u64>,
+    pub errors_total: u64,
+    pub first_errors: BTreeMap<String, String>,
+    pub latency_us: LatencyUs,
+    pub achieved_rate: Option<f64>,
+    pub schedule_lag_warnings: u64,
+    pub max_schedule_lag_us: u64,
+    pub backlog_max: u64,
+}
+
+/// `latency_us` of the report.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct LatencyUs {
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    pub p5: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+}
+
+impl Ampload {
+    /// A closed-loop run of `duration_s` over `connections` keep-alive connections.
+    pub fn closed(url: String, connections: u32, duration_s: f64) -> Ampload {
+        Ampload {
+            url,
+            connections,
+            duration_s: Some(duration_s),
+            requests: None,
+            rate: None,
+            requests_per_conn: None,
+            urls_file: None,
+            timeout_s: 10.0,
+        }
+    }
+
+    /// The command line (without pinning).
+    pub fn argv(&self, binary: &Path) -> Vec<String> {
+        let mut v =
+            vec![binary.display().to_string(), self.url.clone(), "--json".into(), "--quiet".into()];
+        let mut push = |a: &str, b: String| {
+            v.push(a.into());
+            v.push(b);
+        };
+        push("-c", self.connections.to_string());
+        if let Some(d) = self.duration_s {
+            push("-d", format!("{}ms", (d * 1000.0).round().max(1.0)));
+        }
+        if let Some(n) = self.requests {
+            push("-n", n.to_string());
+        }
+        if let Some(r) = self.rate {
+            push("--rate", format!("{r}"));
+        }
+        match self.requests_per_conn {
+            Some(1) => v.push("--close".into()),
+            Some(k) => {
+                v.push("-k".into());
+                v.push(k.to_string());
+            }
+            None => {}
+        }
+        if let Some(f) = &self.urls_file {
+            v.push("--urls".into());
+            v.push(f.display().to_string());
+        }
+        v.push("--timeout".into());
+        v.push(format!("{}ms", (self.timeout_s * 1000.0).round()));
+        v
+    }
+
+    /// Runs it (pinned to `cpus`) and returns the measurement and the raw JSON report.
+    pub fn run(
+        &self,
+        binary: &Path,
+        cpus: Option<&str>,
+    ) -> Result<(Measurement, serde_json::Value), LoadError> {
+        let argv = Pinning::wrap(cpus, self.argv(binary));
+        let expected = self.duration_s.unwrap_or(60.0) + self.timeout_s + 60.0;
+        let out = run_tool(&argv, Duration::from_secs_f64(expected))
+            .map_err(|e| LoadError::Spawn(e.to_string()))?;
+        if out.timed_out {
+            return Err(LoadError::TimedOut);
+        }
+        let raw: serde_json::Value = match serde_json::from_str(out.stdout.trim()) {
+            Ok(v) => v,
+            Err(_) => {
+                return Err(LoadError::Failed {
+                    status: out.status.map_or("killed".into(), |s| s.to_string()),
+                    stderr: out.stderr,
+                });
+            }
+        };
+        let report: Report = serde_json::from_value(raw.clone()).map_err(|e| {
+            LoadError::Failed { status: "unreadable report".into(), stderr: e.to_string() }
+        })?;
+        Ok((measurement(&report), raw))
+    }
+}
+
+/// The common measurement of a report.
+pub fn measurement(r: &Report) -> Measurement {
+    let ms = |us: f64| us / 1000.0;
+    let l = &r.latency_us;
+    let non_ok = r.requests.saturating_sub(r.ok);
+    let first_error = r
+        .first_errors
+        .iter()
+        .next()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .or_else(|| (non_ok > 0).then(|| format!("statuses {:?}", r.status)));
+    Measurement {
+        generator: "ampload".into(),
+        requests: r.requests,
+        ok: r.ok,
+        errors: r.errors_total + non_ok,
+        duration_s: r.duration_s,
+        rps: r.rps,
+        body_mbps: if r.duration_s > 0.0 {
+            r.body_bytes as f64 * 8.0 / r.duration_s / 1e6
+        } else {
+            0.0
+        },
+        latency: if r.requests == 0 {
+            Latency::default()
+        } else {
+            Latency {
+                min: ms(l.min),
+                p5: ms(l.p5),
+                p50: ms(l.p50),
+                p90: ms(l.p90),
+                p95: ms(l.p95),
+                p99: ms(l.p99),
+                p999: ms(l.p999),
+                max: ms(l.max),
+                mean: ms(l.mean),
+                std_dev: f64::NAN,
+            }
+        },
+        first_error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_command_lines() {
+        let mut a = Ampload::closed("http://127.0.0.1:1/f".into(), 50, 2.5);
+        a.requests_per_conn = Some(1);
+        assert_eq!(
+            a.argv(Path::new("ampload")).join(" "),
+            "ampload http://127.0.0.1:1/f --json --quiet -c 50 -d 2500ms --close --timeout 10000ms"
+        );
+        a.requests_per_conn = Some(5);
+        a.rate = Some(1000.0);
+        a.urls_file = Some("/t/urls".into());
+        let line = a.argv(Path::new("ampload")).join(" ");
+        assert!(line.contains("--rate 1000 -k 5 --urls /t/urls"), "{line}");
+    }
+
+    #[test]
+    fn reads_the_readme_example() {
+        let json = r#"{"url":"http://127.0.0.1:18090/index.html","mode":"closed","threads":1,"connections":4,"pipeline":1,
+ "requests_per_conn":null,"requests":1000,"ok":1000,"sent":1000,"bytes":1239000,"body_bytes":1000000,
+ "duration_s":0.050069159,"rps":19972.374610885716,"bytes_per_s":24745772.1428874,"connections_opened":4,
+ "conn_per_s":79.88949844354286,"status":{"200":1000},
+ "errors":{"connect":0,"timeout":0,"reset":0,"bad_response":0},"errors_total":0,"first_errors":{},
+ "latency_us":{"mean":203.206037,"min":28.87,"max":18594.781,"p5":63,"p50":75,"p90":92,"p95":104,
+ "p99":456,"p999":18607},"target_rate":null,"achieved_rate":19621.14033118128,"schedule_lag_warnings":0,
+ "max_schedule_lag_us":0,"backlog_max":0,"workload_targets":1,"workload_skipped_lines":0,
+ "unreachable":false,"interrupted":false}"#;
+        let r: Report = serde_json::from_str(json).unwrap();
+        let m = measurement(&r);
+        assert_eq!((m.requests, m.ok, m.errors), (1000, 1000, 0));
+        assert!((m.latency.p50 - 0.075).abs() < 1e-9);
+        assert!((m.body_mbps - 1_000_000.0 * 8.0 / 0.050069159 / 1e6).abs() < 1e-6);
+        assert!(m.first_error.is_none());
+    }
+}

@@ -1,0 +1,108 @@
+//! Load generators amplab drives: ampload (every experiment), wrk (optional for single-file
+//! runs) and ab (the student experiment). Each run ends as one [`Measurement`].
+
+pub mod ab;
+pub mod ampload;
+pub mod wrk;
+
+use serde::Serialize;
+
+/// One measured cell, whatever produced it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Measurement {
+    /// "ampload", "wrk" or "ab".
+    pub generator: String,
+    /// Requests answered with a valid response.
+    pub requests: u64,
+    /// Of those, 2xx/3xx.
+    pub ok: u64,
+    /// Requests that failed (connect, timeout, reset, bad response) plus non-2xx/3xx answers.
+    pub errors: u64,
+    pub duration_s: f64,
+    /// Responses per second.
+    pub rps: f64,
+    /// Body bytes per second as Mb/s (10^6 bits), the papers' "output bandwidth".
+    pub body_mbps: f64,
+    /// Latency, milliseconds (NaN where the generator does not report it).
+    pub latency: Latency,
+    /// What went wrong first, if anything.
+    pub first_error: Option<String>,
+}
+
+/// Latency statistics in milliseconds.
+#[derive(Clone, Debug, Serialize)]
+pub struct Latency {
+    pub min: f64,
+    pub p5: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub std_dev: f64,
+}
+
+impl Default for Latency {
+    fn default() -> Latency {
+        let n = f64::NAN;
+        Latency {
+            min: n,
+            p5: n,
+            p50: n,
+            p90: n,
+            p95: n,
+            p99: n,
+            p999: n,
+            max: n,
+            mean: n,
+            std_dev: n,
+        }
+    }
+}
+
+impl Latency {
+    /// (fraction, latency ms) points of the cumulative distribution that the generator reported,
+    /// for CDF figures.
+    pub fn cdf_points(&self) -> Vec<(f64, f64)> {
+        [
+            (0.0, self.min),
+            (0.05, self.p5),
+            (0.5, self.p50),
+            (0.9, self.p90),
+            (0.95, self.p95),
+            (0.99, self.p99),
+            (0.999, self.p999),
+            (1.0, self.max),
+        ]
+        .into_iter()
+        .filter(|(_, v)| v.is_finite() && *v > 0.0)
+        .collect()
+    }
+}
+
+/// Why a load-generator run produced no measurement.
+#[derive(Clone, Debug)]
+pub enum LoadError {
+    /// The program could not be started.
+    Spawn(String),
+    /// It ran past its deadline and was killed.
+    TimedOut,
+    /// It exited without a usable report.
+    Failed { status: String, stderr: String },
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Spawn(e) => write!(f, "cannot start the load generator: {e}"),
+            LoadError::TimedOut => {
+                write!(f, "the load generator ran past its deadline and was killed")
+            }
+            LoadError::Failed { status, stderr } => {
+                write!(f, "the load generator failed ({status}): {}", stderr.trim())
+            }
+        }
+    }
+}
