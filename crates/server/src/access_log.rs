@@ -45,9 +45,11 @@ impl AccessLogger {
         let out: Box<dyn Write + Send> = match target {
             Target::Off => return Ok((Self::off(), None)),
             Target::Stdout => Box::new(io::stdout()),
-            Target::File(p) => Box::new(OpenOptions::new().create(true).append(true).open(p).map_err(
-                |e| io::Error::new(e.kind(), format!("cannot open access log {}: {e}", p.display())),
-            )?),
+            Target::File(p) => {
+                Box::new(OpenOptions::new().create(true).append(true).open(p).map_err(|e| {
+                    io::Error::new(e.kind(), format!("cannot open access log {}: {e}", p.display()))
+                })?)
+            }
         };
         let (tx, rx) = unbounded();
         let handle = std::thread::Builder::new()

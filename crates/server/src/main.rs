@@ -29,8 +29,9 @@ fn main() -> ExitCode {
 fn run(cfg: Arc<Config>) -> std::io::Result<()> {
     let _ = amped_sys::limits::raise_nofile_limit();
     arch::preflight(&cfg)?;
-    let listeners = arch::open_listeners(&cfg)
-        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", cfg.listen)))?;
+    let listeners = arch::open_listeners(&cfg).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", cfg.listen))
+    })?;
     let (log, log_thread) = AccessLogger::start(&cfg.access_log)?;
     let shutdown = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {

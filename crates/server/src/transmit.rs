@@ -95,12 +95,17 @@ impl Outgoing {
     }
 
     /// One gather write of the rest of the head and `body`. Ok(true) when all is sent.
-    fn send_memory(&mut self, sock: std::os::fd::BorrowedFd<'_>, body: &[u8]) -> Result<bool, Stop> {
+    fn send_memory(
+        &mut self,
+        sock: std::os::fd::BorrowedFd<'_>,
+        body: &[u8],
+    ) -> Result<bool, Stop> {
         let head = &self.resp.head[self.head_sent..];
         if head.is_empty() && body.is_empty() {
             return Ok(true);
         }
-        let n = transmit::write_vectored(sock, &[IoSlice::new(head), IoSlice::new(body)]).map_err(Stop::from)?;
+        let n = transmit::write_vectored(sock, &[IoSlice::new(head), IoSlice::new(body)])
+            .map_err(Stop::from)?;
         let from_head = n.min(head.len());
         self.head_sent += from_head;
         self.body_sent += (n - from_head) as u64;
@@ -108,7 +113,12 @@ impl Outgoing {
     }
 
     /// One syscall's worth of a file response. Ok(true) when all is sent.
-    fn send_file_step(&mut self, sock: std::os::fd::BorrowedFd<'_>, opts: SendOptions, stats: &Stats) -> Result<bool, Stop> {
+    fn send_file_step(
+        &mut self,
+        sock: std::os::fd::BorrowedFd<'_>,
+        opts: SendOptions,
+        stats: &Stats,
+    ) -> Result<bool, Stop> {
         let Body::File { file, offset, len } = &self.resp.body else { unreachable!("file body") };
         let (file, offset, len) = (file.clone(), *offset, *len);
         let remaining = len - self.body_sent;
@@ -127,7 +137,11 @@ impl Outgoing {
                 Ok(true) => self.resident_until = pos + chunk,
                 Ok(false) => {
                     bump(&stats.residency_misses);
-                    return Err(Stop::NotResident(Job::ReadAhead { file, offset: pos, len: chunk }));
+                    return Err(Stop::NotResident(Job::ReadAhead {
+                        file,
+                        offset: pos,
+                        len: chunk,
+                    }));
                 }
                 Err(_) => self.resident_until = pos + chunk, // cannot tell: just send
             }
@@ -139,7 +153,10 @@ impl Outgoing {
             copy_chunk(sock, &file.file, pos, chunk)?
         };
         if n == 0 {
-            return Err(Stop::Failed(io::Error::new(ErrorKind::UnexpectedEof, "file shrank while being sent")));
+            return Err(Stop::Failed(io::Error::new(
+                ErrorKind::UnexpectedEof,
+                "file shrank while being sent",
+            )));
         }
         self.body_sent += n as u64;
         Ok(self.body_sent == len)
@@ -147,7 +164,12 @@ impl Outgoing {
 }
 
 /// Read + write through a user-space buffer (the `--no-zero-copy` path).
-fn copy_chunk(sock: std::os::fd::BorrowedFd<'_>, file: &std::fs::File, pos: u64, chunk: u64) -> Result<usize, Stop> {
+fn copy_chunk(
+    sock: std::os::fd::BorrowedFd<'_>,
+    file: &std::fs::File,
+    pos: u64,
+    chunk: u64,
+) -> Result<usize, Stop> {
     thread_local! {
         static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 64 << 10]);
     }

@@ -84,11 +84,12 @@ impl Poller {
 
     /// Waits up to `timeout` (forever if `None`) and returns the ready descriptors.
     /// EINTR is reported as an empty batch.
-    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<impl Iterator<Item = Ready> + '_> {
-        let ts = timeout.map(|d| Timespec {
-            tv_sec: d.as_secs() as _,
-            tv_nsec: d.subsec_nanos() as _,
-        });
+    pub fn wait(
+        &mut self,
+        timeout: Option<Duration>,
+    ) -> io::Result<impl Iterator<Item = Ready> + '_> {
+        let ts =
+            timeout.map(|d| Timespec { tv_sec: d.as_secs() as _, tv_nsec: d.subsec_nanos() as _ });
         self.events.clear();
         let cap = self.events.capacity();
         match epoll::wait(&self.fd, rustix::buffer::spare_capacity(&mut self.events), ts.as_ref()) {

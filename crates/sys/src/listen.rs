@@ -18,7 +18,8 @@ pub struct ListenOptions {
 
 /// Opens a TCP listener on `addr`.
 pub fn bind(addr: SocketAddr, opts: ListenOptions) -> io::Result<TcpListener> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM.cloexec(), Some(Protocol::TCP))?;
+    let socket =
+        Socket::new(Domain::for_address(addr), Type::STREAM.cloexec(), Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     // Accepted sockets inherit TCP_NODELAY from the listener on Linux: one setsockopt here
     // instead of one per connection.

@@ -60,7 +60,13 @@ fn cachestat(file: &File, off: u64, len: u64) -> io::Result<u64> {
     // SAFETY: cachestat reads `range` and writes one `struct cachestat` into `out`; both are
     // live, properly laid out (#[repr(C)], the kernel's field order) for the whole call.
     let rc = unsafe {
-        libc::syscall(SYS_CACHESTAT, file.as_raw_fd(), &range as *const CachestatRange, &mut out as *mut Cachestat, 0u32)
+        libc::syscall(
+            SYS_CACHESTAT,
+            file.as_raw_fd(),
+            &range as *const CachestatRange,
+            &mut out as *mut Cachestat,
+            0u32,
+        )
     };
     if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(out.nr_cache) }
 }
@@ -70,7 +76,14 @@ fn mincore_resident(file: &File, off: u64, pages: u64) -> io::Result<bool> {
     // SAFETY: a fresh private read-only mapping of an open file; we never dereference it (no
     // SIGBUS risk), only pass it to mincore, and unmap it before returning.
     let addr = unsafe {
-        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), off as libc::off_t)
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            off as libc::off_t,
+        )
     };
     if addr == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());

@@ -178,17 +178,28 @@ impl Ring {
             .setup_single_issuer()
             .setup_defer_taskrun()
             .build(entries)
-            .or_else(|e| if e.raw_os_error() == Some(libc::EINVAL) { IoUring::builder().setup_cqsize(cq).build(entries) } else { Err(e) })
+            .or_else(|e| {
+                if e.raw_os_error() == Some(libc::EINVAL) {
+                    IoUring::builder().setup_cqsize(cq).build(entries)
+                } else {
+                    Err(e)
+                }
+            })
             .map_err(|e| {
                 let why = match e.raw_os_error() {
-                    Some(libc::EPERM) => "permission denied: kernel.io_uring_disabled or a seccomp filter".to_string(),
+                    Some(libc::EPERM) => {
+                        "permission denied: kernel.io_uring_disabled or a seccomp filter"
+                            .to_string()
+                    }
                     Some(libc::ENOSYS) => "not implemented by this kernel".to_string(),
                     _ => e.to_string(),
                 };
                 io::Error::new(e.kind(), format!("io_uring_setup: {why}"))
             })?;
         let mut probe = io_uring::Probe::new();
-        ring.submitter().register_probe(&mut probe).map_err(|e| io::Error::new(e.kind(), format!("io_uring probe: {e}")))?;
+        ring.submitter()
+            .register_probe(&mut probe)
+            .map_err(|e| io::Error::new(e.kind(), format!("io_uring probe: {e}")))?;
         for (code, name) in [
             (opcode::Accept::CODE, "ACCEPT"),
             (opcode::Recv::CODE, "RECV"),
@@ -200,7 +211,10 @@ impl Ring {
             (opcode::AsyncCancel::CODE, "ASYNC_CANCEL"),
         ] {
             if !probe.is_supported(code) {
-                return Err(io::Error::new(io::ErrorKind::Unsupported, format!("kernel lacks IORING_OP_{name}")));
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("kernel lacks IORING_OP_{name}"),
+                ));
             }
         }
         Ok(Ring { ring, slots: Vec::new(), free: Vec::new(), live: 0, ready: Vec::new() })
@@ -217,7 +231,9 @@ impl Ring {
         addr.1 = addr.0.size_of();
         // SockAddrStorage is repr(transparent) over sockaddr_storage.
         let sa = &mut addr.0 as *mut socket2::SockAddrStorage as *mut libc::sockaddr;
-        let entry = opcode::Accept::new(types::Fd(listener.as_raw_fd()), sa, &mut addr.1).flags(libc::SOCK_CLOEXEC).build();
+        let entry = opcode::Accept::new(types::Fd(listener.as_raw_fd()), sa, &mut addr.1)
+            .flags(libc::SOCK_CLOEXEC)
+            .build();
         self.push(token, entry, Held::Accept(addr))
     }
 
@@ -226,16 +242,26 @@ impl Ring {
         buf.reserve(max);
         let spare = buf.spare_capacity_mut();
         let len = spare.len().min(max).min(u32::MAX as usize) as u32;
-        let entry = opcode::Recv::new(types::Fd(sock.as_raw_fd()), spare.as_mut_ptr().cast(), len).build();
+        let entry =
+            opcode::Recv::new(types::Fd(sock.as_raw_fd()), spare.as_mut_ptr().cast(), len).build();
         self.push(token, entry, Held::Recv(buf))
     }
 
     /// Reads up to `max` bytes of `file` at `offset`, appended to `buf`.
-    pub fn read(&mut self, token: u64, file: BorrowedFd<'_>, mut buf: Vec<u8>, offset: u64, max: usize) -> OpId {
+    pub fn read(
+        &mut self,
+        token: u64,
+        file: BorrowedFd<'_>,
+        mut buf: Vec<u8>,
+        offset: u64,
+        max: usize,
+    ) -> OpId {
         buf.reserve(max);
         let spare = buf.spare_capacity_mut();
         let len = spare.len().min(max).min(u32::MAX as usize) as u32;
-        let entry = opcode::Read::new(types::Fd(file.as_raw_fd()), spare.as_mut_ptr().cast(), len).offset(offset).build();
+        let entry = opcode::Read::new(types::Fd(file.as_raw_fd()), spare.as_mut_ptr().cast(), len)
+            .offset(offset)
+            .build();
         self.push(token, entry, Held::Read(buf))
     }
 
@@ -250,12 +276,14 @@ impl Ring {
         let mut n = 0;
         let head = &s.gather.head[s.gather.head_from..];
         if !head.is_empty() {
-            s.iov[n] = libc::iovec { iov_base: head.as_ptr() as *mut libc::c_void, iov_len: head.len() };
+            s.iov[n] =
+                libc::iovec { iov_base: head.as_ptr() as *mut libc::c_void, iov_len: head.len() };
             n += 1;
         }
         let body = &s.gather.body.bytes()[s.gather.body_range.clone()];
         if !body.is_empty() {
-            s.iov[n] = libc::iovec { iov_base: body.as_ptr() as *mut libc::c_void, iov_len: body.len() };
+            s.iov[n] =
+                libc::iovec { iov_base: body.as_ptr() as *mut libc::c_void, iov_len: body.len() };
             n += 1;
         }
         s.msg.msg_iov = s.iov.as_mut_ptr();
@@ -264,7 +292,8 @@ impl Ring {
         if more {
             flags |= libc::MSG_MORE;
         }
-        let entry = opcode::SendMsg::new(types::Fd(sock.as_raw_fd()), &s.msg).flags(flags as u32).build();
+        let entry =
+            opcode::SendMsg::new(types::Fd(sock.as_raw_fd()), &s.msg).flags(flags as u32).build();
         self.push(token, entry, Held::Send(boxed))
     }
 
@@ -292,7 +321,9 @@ impl Ring {
 
     /// Multishot poll for readability of `fd` (an eventfd): one completion per wake-up.
     pub fn poll_readable(&mut self, token: u64, fd: BorrowedFd<'_>) -> OpId {
-        let entry = opcode::PollAdd::new(types::Fd(fd.as_raw_fd()), libc::POLLIN as u32).multi(true).build();
+        let entry = opcode::PollAdd::new(types::Fd(fd.as_raw_fd()), libc::POLLIN as u32)
+            .multi(true)
+            .build();
         self.push(token, entry, Held::Poll)
     }
 
@@ -315,7 +346,14 @@ impl Ring {
         let args = types::SubmitArgs::new().timespec(&ts);
         match self.ring.submitter().submit_with_args(1, &args) {
             Ok(_) => Ok(()),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN)) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN)
+                ) =>
+            {
+                Ok(())
+            }
             Err(e) => Err(e),
         }
     }
@@ -345,7 +383,11 @@ impl Ring {
         }
         if more {
             let (token, _) = slot.op.as_ref()?;
-            return Some(Completion { token: *token, more, event: Event::Polled(status(res).map(drop)) });
+            return Some(Completion {
+                token: *token,
+                more,
+                event: Event::Polled(status(res).map(drop)),
+            });
         }
         let (token, held) = slot.op.take()?;
         self.free.push(index as u32);
@@ -426,7 +468,8 @@ impl Drop for Ring {
         if self.live == 0 {
             return;
         }
-        let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::any()).build().user_data(CANCEL_TAG);
+        let cancel =
+            opcode::AsyncCancel2::new(types::CancelBuilder::any()).build().user_data(CANCEL_TAG);
         self.push_entry(&cancel);
         let deadline = Instant::now() + DROP_WAIT;
         let mut sink = Vec::new();
@@ -473,7 +516,8 @@ fn file_stat(st: &libc::statx) -> FileStat {
     let mtime = if t.tv_sec >= 0 {
         SystemTime::UNIX_EPOCH + Duration::new(t.tv_sec as u64, t.tv_nsec)
     } else {
-        SystemTime::UNIX_EPOCH - Duration::from_secs(t.tv_sec.unsigned_abs()) + Duration::from_nanos(u64::from(t.tv_nsec))
+        SystemTime::UNIX_EPOCH - Duration::from_secs(t.tv_sec.unsigned_abs())
+            + Duration::from_nanos(u64::from(t.tv_nsec))
     };
     FileStat {
         size: st.stx_size,
@@ -519,7 +563,12 @@ mod tests {
         ring.recv(2, fd.as_fd(), b"<".to_vec(), 64);
         let Event::Received(Ok(5), buf) = wait_one(&mut ring).event else { panic!() };
         assert_eq!(buf, b"<hello");
-        let g = Gather { head: b"HEAD".to_vec(), head_from: 1, body: Chunk::Shared(Arc::from(&b"xbodyx"[..])), body_range: 1..5 };
+        let g = Gather {
+            head: b"HEAD".to_vec(),
+            head_from: 1,
+            body: Chunk::Shared(Arc::from(&b"xbodyx"[..])),
+            body_range: 1..5,
+        };
         ring.send(3, fd.as_fd(), g, false);
         let Event::Sent(Ok(7), mut g) = wait_one(&mut ring).event else { panic!() };
         assert_eq!(g.advance(7), 4);
@@ -541,7 +590,10 @@ mod tests {
         ring.statx(2, file.as_fd());
         let Event::Stat(Ok(st)) = wait_one(&mut ring).event else { panic!() };
         let meta = file.metadata().unwrap();
-        assert_eq!((st.size, st.ino, st.dev, st.mtime), (meta.len(), meta.ino(), meta.dev(), meta.modified().unwrap()));
+        assert_eq!(
+            (st.size, st.ino, st.dev, st.mtime),
+            (meta.len(), meta.ino(), meta.dev(), meta.modified().unwrap())
+        );
         assert!(st.is_file);
         ring.read(3, file.as_fd(), Vec::new(), 2, 100);
         let Event::Read(Ok(8), buf) = wait_one(&mut ring).event else { panic!() };

@@ -39,25 +39,33 @@ impl HelperPool {
         let mut lane = |name: &str| -> std::io::Result<Sender<(u64, Job)>> {
             let (job_tx, job_rx) = unbounded::<(u64, Job)>();
             for i in 0..n {
-                let (rx, tx, waker, pipeline) = (job_rx.clone(), done_tx.clone(), waker.clone(), pipeline.clone());
-                let t = std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
-                    for (token, job) in rx {
-                        let run = std::panic::AssertUnwindSafe(|| pipeline.run_job(job));
-                        let done = std::panic::catch_unwind(run).unwrap_or(JobDone::Failed);
-                        bump(&pipeline.stats.jobs_helper);
-                        if tx.send((token, done)).is_err() {
-                            break;
+                let (rx, tx, waker, pipeline) =
+                    (job_rx.clone(), done_tx.clone(), waker.clone(), pipeline.clone());
+                let t =
+                    std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
+                        for (token, job) in rx {
+                            let run = std::panic::AssertUnwindSafe(|| pipeline.run_job(job));
+                            let done = std::panic::catch_unwind(run).unwrap_or(JobDone::Failed);
+                            bump(&pipeline.stats.jobs_helper);
+                            if tx.send((token, done)).is_err() {
+                                break;
+                            }
+                            waker.wake();
                         }
-                        waker.wake();
-                    }
-                })?;
+                    })?;
                 threads.push(t);
             }
             Ok(job_tx)
         };
         let metadata = lane("meta-helper")?;
         let data = lane("read-helper")?;
-        Ok(HelperPool { metadata: Some(metadata), data: Some(data), results: done_rx, waker, threads })
+        Ok(HelperPool {
+            metadata: Some(metadata),
+            data: Some(data),
+            results: done_rx,
+            waker,
+            threads,
+        })
     }
 }
 
@@ -98,7 +106,11 @@ impl Drop for HelperPool {
 
 /// Serves `listener` with an AMPED loop and `pipeline.cfg.helpers` helpers per lane until
 /// shutdown.
-pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &AtomicBool) -> std::io::Result<()> {
+pub fn run(
+    pipeline: Arc<Pipeline>,
+    listener: TcpListener,
+    shutdown: &AtomicBool,
+) -> std::io::Result<()> {
     let helpers = HelperPool::start(pipeline.clone(), pipeline.cfg.helpers)?;
     EventLoop::new(pipeline, helpers, listener)?.run(shutdown)
 }

@@ -93,7 +93,10 @@ impl<R: JobRunner> EventLoop<R> {
         if let Some(w) = runner.waker() {
             poller.add(w, WAKER, Interest::Read)?;
         }
-        let opts = SendOptions { zero_copy: pipeline.cfg.opt.zero_copy, residency_test: pipeline.cfg.opt.residency_test };
+        let opts = SendOptions {
+            zero_copy: pipeline.cfg.opt.zero_copy,
+            residency_test: pipeline.cfg.opt.residency_test,
+        };
         Ok(EventLoop {
             pipeline,
             runner,
@@ -122,9 +125,10 @@ impl<R: JobRunner> EventLoop<R> {
                 drain_deadline = Some(Instant::now() + self.pipeline.cfg.shutdown_timeout);
             }
             if let Some(d) = drain_deadline
-                && (self.conns.is_empty() || Instant::now() >= d) {
-                    return Ok(());
-                }
+                && (self.conns.is_empty() || Instant::now() >= d)
+            {
+                return Ok(());
+            }
             ready.clear();
             ready.extend(self.poller.wait(Some(TICK))?);
             for ev in &ready {
@@ -194,17 +198,19 @@ impl<R: JobRunner> EventLoop<R> {
     }
 
     fn maybe_resume_accepting(&mut self, now: Instant) {
-        if self.listening || self.draining || self.conns.len() >= self.pipeline.cfg.max_connections {
+        if self.listening || self.draining || self.conns.len() >= self.pipeline.cfg.max_connections
+        {
             return;
         }
         if self.accept_paused_until.is_some_and(|t| now < t) {
             return;
         }
         if let Some(l) = &self.listener
-            && self.poller.add(l, LISTENER, Interest::Read).is_ok() {
-                self.listening = true;
-                self.accept_paused_until = None;
-            }
+            && self.poller.add(l, LISTENER, Interest::Read).is_ok()
+        {
+            self.listening = true;
+            self.accept_paused_until = None;
+        }
     }
 
     fn on_ready(&mut self, token: u64, ev: &Ready) {
@@ -262,12 +268,15 @@ impl<R: JobRunner> EventLoop<R> {
                             // The client is only now receiving this response, so its next
                             // request cannot be here yet: wait for epoll instead of a read that
                             // would fail (one syscall less per keep-alive request).
-                            let phase = if conn.state.is_idle() { Phase::Idle } else { Phase::Head };
+                            let phase =
+                                if conn.state.is_idle() { Phase::Idle } else { Phase::Head };
                             return self.wait_for(key, Interest::Read, phase);
                         }
                         continue;
                     }
-                    SendOutcome::WouldBlock => return self.wait_for(key, Interest::Write, Phase::Send),
+                    SendOutcome::WouldBlock => {
+                        return self.wait_for(key, Interest::Write, Phase::Send);
+                    }
                     SendOutcome::NotResident(job) => {
                         bump(&pipeline.stats.readahead_jobs);
                         match self.runner.submit(token, job) {
@@ -317,7 +326,8 @@ impl<R: JobRunner> EventLoop<R> {
     /// now waits for input or was closed.
     fn read_more(&mut self, key: usize) -> bool {
         let conn = &mut self.conns[key];
-        let want = conn.state.read_hint(self.pipeline.cfg.limits.max_head_bytes).min(self.scratch.len());
+        let want =
+            conn.state.read_hint(self.pipeline.cfg.limits.max_head_bytes).min(self.scratch.len());
         match (&conn.sock).read(&mut self.scratch[..want]) {
             Ok(0) => {
                 self.close(key);
@@ -407,7 +417,9 @@ impl<R: JobRunner> EventLoop<R> {
         let idle: Vec<usize> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.out.is_none() && c.phase != Phase::Parked && !c.state.has_partial_request())
+            .filter(|(_, c)| {
+                c.out.is_none() && c.phase != Phase::Parked && !c.state.has_partial_request()
+            })
             .map(|(k, _)| k)
             .collect();
         for key in idle {

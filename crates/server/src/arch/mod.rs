@@ -48,7 +48,8 @@ pub fn open_listeners(cfg: &Config) -> io::Result<Vec<TcpListener>> {
         return Ok(vec![amped_sys::process::inherited_listener(fd)?]);
     }
     let n = if cfg.arch.is_event_driven() { cfg.instances } else { 1 };
-    let opts = ListenOptions { reuse_port: n > 1, nonblocking: cfg.arch.is_event_driven(), backlog: 4096 };
+    let opts =
+        ListenOptions { reuse_port: n > 1, nonblocking: cfg.arch.is_event_driven(), backlog: 4096 };
     let first = bind(cfg.listen, opts)?;
     let addr: SocketAddr = first.local_addr()?;
     let mut all = vec![first];
@@ -89,7 +90,9 @@ pub fn serve(server: &Server, listeners: Vec<TcpListener>) -> io::Result<()> {
                 let pin = server.cfg.pin && arch.is_event_driven();
                 s.spawn(move || {
                     if pin {
-                        let _ = amped_sys::limits::pin_current_thread(amped_sys::limits::nth_allowed_cpu(i));
+                        let _ = amped_sys::limits::pin_current_thread(
+                            amped_sys::limits::nth_allowed_cpu(i),
+                        );
                     }
                     run_one(l)
                 })

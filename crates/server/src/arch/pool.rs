@@ -21,8 +21,8 @@
 
 use super::blocking::{self, Connection, Gate, Stop, TICK};
 use crate::pipeline::Pipeline;
-use crate::transmit::{Outgoing, SendOptions};
 use crate::stats::bump;
+use crate::transmit::{Outgoing, SendOptions};
 use crossbeam_channel::{Receiver, TrySendError, bounded};
 use std::io::{self, Read};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -141,7 +141,11 @@ mod tests {
             ..Default::default()
         })
         .unwrap();
-        let p = Pipeline::new(Arc::new(cfg), Default::default(), crate::access_log::AccessLogger::off());
+        let p = Pipeline::new(
+            Arc::new(cfg),
+            Default::default(),
+            crate::access_log::AccessLogger::off(),
+        );
         let resp = p.overload_response("127.0.0.1:9".parse().unwrap());
         let head = String::from_utf8(resp.head.clone()).unwrap();
         assert!(head.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{head}");

@@ -29,7 +29,11 @@ impl JobRunner for InlineRunner {
 }
 
 /// Serves `listener` with a SPED loop until shutdown.
-pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &AtomicBool) -> std::io::Result<()> {
+pub fn run(
+    pipeline: Arc<Pipeline>,
+    listener: TcpListener,
+    shutdown: &AtomicBool,
+) -> std::io::Result<()> {
     let runner = InlineRunner { pipeline: pipeline.clone() };
     EventLoop::new(pipeline, runner, listener)?.run(shutdown)
 }

@@ -33,7 +33,12 @@ pub struct FileEntry {
 
 impl FileEntry {
     /// Builds an entry from an open file's metadata.
-    pub fn new(path: PathBuf, file: File, meta: &std::fs::Metadata, body: Option<Arc<[u8]>>) -> Self {
+    pub fn new(
+        path: PathBuf,
+        file: File,
+        meta: &std::fs::Metadata,
+        body: Option<Arc<[u8]>>,
+    ) -> Self {
         let size = body.as_ref().map_or(meta.len(), |b| b.len() as u64);
         FileEntry {
             path,
@@ -48,7 +53,10 @@ impl FileEntry {
 
     /// Same file, same version: device, inode, size and mtime all equal.
     pub fn same_version(&self, other: &FileEntry) -> bool {
-        self.dev == other.dev && self.ino == other.ino && self.size == other.size && self.mtime == other.mtime
+        self.dev == other.dev
+            && self.ino == other.ino
+            && self.size == other.size
+            && self.mtime == other.mtime
     }
 
     /// The strong ETag of this version.
@@ -104,13 +112,21 @@ pub struct FileCache {
 impl FileCache {
     /// A cache of at most `max_entries` descriptors and `max_bytes` of in-memory bodies.
     pub fn new(max_entries: usize, max_bytes: u64, ttl: Duration) -> Self {
-        FileCache { map: LruCache::unbounded(), max_entries: max_entries.max(1), max_bytes, bytes: 0, ttl }
+        FileCache {
+            map: LruCache::unbounded(),
+            max_entries: max_entries.max(1),
+            max_bytes,
+            bytes: 0,
+            ttl,
+        }
     }
 
     /// Looks `path` up.
     pub fn get(&mut self, path: &std::path::Path, now: Instant) -> FileLookup {
         match self.map.get(path) {
-            Some(s) if now.duration_since(s.checked) < self.ttl => FileLookup::Fresh(s.entry.clone()),
+            Some(s) if now.duration_since(s.checked) < self.ttl => {
+                FileLookup::Fresh(s.entry.clone())
+            }
             Some(s) => FileLookup::Stale(s.entry.clone()),
             None => FileLookup::Miss,
         }
@@ -120,10 +136,11 @@ impl FileCache {
     /// one if the file has not changed (it keeps its body and header), else `fresh`.
     pub fn put(&mut self, fresh: Arc<FileEntry>, at: Instant) -> Arc<FileEntry> {
         if let Some(slot) = self.map.get_mut(&fresh.path)
-            && slot.entry.same_version(&fresh) {
-                slot.checked = at;
-                return slot.entry.clone();
-            }
+            && slot.entry.same_version(&fresh)
+        {
+            slot.checked = at;
+            return slot.entry.clone();
+        }
         if let Some(old) = self.map.pop(&fresh.path) {
             self.bytes -= old.entry.weight();
         }
@@ -193,8 +210,14 @@ mod tests {
         c.put(entry(d.path(), "e", b"", false), now);
         assert_eq!(c.len(), 3, "entry cap");
         let big = entry(d.path(), "big", &[0u8; 64], true);
-        assert!(!Arc::ptr_eq(&c.put(big, now), &c.put(entry(d.path(), "big", &[0u8; 64], true), now)));
-        assert!(matches!(c.get(&d.path().join("big"), now), FileLookup::Miss), "over budget: not kept");
+        assert!(!Arc::ptr_eq(
+            &c.put(big, now),
+            &c.put(entry(d.path(), "big", &[0u8; 64], true), now)
+        ));
+        assert!(
+            matches!(c.get(&d.path().join("big"), now), FileLookup::Miss),
+            "over budget: not kept"
+        );
     }
 
     #[test]

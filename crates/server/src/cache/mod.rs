@@ -52,11 +52,17 @@ impl Caches {
     pub fn new(cfg: &Config) -> Caches {
         let ttl = cfg.revalidate_after;
         Caches {
-            paths: cfg.opt.path_cache.then(|| Mutex::new(PathCache::new(cfg.path_cache_entries, ttl))),
+            paths: cfg
+                .opt
+                .path_cache
+                .then(|| Mutex::new(PathCache::new(cfg.path_cache_entries, ttl))),
             files: cfg.opt.file_cache.then(|| {
                 Mutex::new(FileCache::new(cfg.file_cache_entries, cfg.file_cache_bytes, ttl))
             }),
-            headers: cfg.opt.header_cache.then(|| Mutex::new(HeaderCache::new(cfg.file_cache_entries))),
+            headers: cfg
+                .opt
+                .header_cache
+                .then(|| Mutex::new(HeaderCache::new(cfg.file_cache_entries))),
         }
     }
 }

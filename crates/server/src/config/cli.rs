@@ -124,12 +124,41 @@ impl Args {
         macro_rules! flag {
             ($($f:ident),*) => { $( self.$f |= file.$f; )* };
         }
-        take!(root, listen, arch, helpers, threads, queue, processes, instances, path_cache_entries,
-            file_cache_entries, file_cache_bytes, small_file_bytes, header_timeout,
-            keepalive_timeout, send_timeout, shutdown_timeout, max_connections, max_head_bytes,
-            max_uri_bytes, max_discard_body, access_log, stats_path);
-        flag!(pin, no_path_cache, no_header_cache, no_file_cache, no_zero_copy,
-            no_residency_test, dotfiles, follow_outside_symlinks, listing);
+        take!(
+            root,
+            listen,
+            arch,
+            helpers,
+            threads,
+            queue,
+            processes,
+            instances,
+            path_cache_entries,
+            file_cache_entries,
+            file_cache_bytes,
+            small_file_bytes,
+            header_timeout,
+            keepalive_timeout,
+            send_timeout,
+            shutdown_timeout,
+            max_connections,
+            max_head_bytes,
+            max_uri_bytes,
+            max_discard_body,
+            access_log,
+            stats_path
+        );
+        flag!(
+            pin,
+            no_path_cache,
+            no_header_cache,
+            no_file_cache,
+            no_zero_copy,
+            no_residency_test,
+            dotfiles,
+            follow_outside_symlinks,
+            listing
+        );
         self
     }
 }

@@ -30,7 +30,8 @@ pub enum Arch {
 
 impl Arch {
     /// All architectures, in the order the docs list them.
-    pub const ALL: [Arch; 6] = [Arch::Sped, Arch::Amped, Arch::Mt, Arch::Pool, Arch::Mp, Arch::Uring];
+    pub const ALL: [Arch; 6] =
+        [Arch::Sped, Arch::Amped, Arch::Mt, Arch::Pool, Arch::Mp, Arch::Uring];
 
     /// The `--arch` spelling.
     pub fn name(self) -> &'static str {
@@ -185,18 +186,22 @@ impl Config {
             return err(format!("cannot serve {}: not a directory", root_arg.display()));
         }
         let listen_s = a.listen.as_deref().unwrap_or("127.0.0.1:8080");
-        let listen = listen_s
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut it| it.next())
-            .map_or_else(|| err(format!("invalid --listen address '{listen_s}' (want ADDR:PORT)")), Ok)?;
+        let listen = listen_s.to_socket_addrs().ok().and_then(|mut it| it.next()).map_or_else(
+            || err(format!("invalid --listen address '{listen_s}' (want ADDR:PORT)")),
+            Ok,
+        )?;
         let arch_s = a.arch.as_deref().unwrap_or("amped");
         let Some(arch) = Arch::parse(arch_s) else {
-            return err(format!("unknown --arch '{arch_s}' (choose sped, amped, mt, pool, mp or uring)"));
+            return err(format!(
+                "unknown --arch '{arch_s}' (choose sped, amped, mt, pool, mp or uring)"
+            ));
         };
         let instances = positive("instances", a.instances.unwrap_or(1))?;
         if instances > 1 && !arch.is_event_driven() {
-            return err(format!("--instances applies to sped, amped and uring, not {}", arch.name()));
+            return err(format!(
+                "--instances applies to sped, amped and uring, not {}",
+                arch.name()
+            ));
         }
         let threads = positive("threads", a.threads.unwrap_or(16))?;
         let limits = Limits {
@@ -211,7 +216,9 @@ impl Config {
             Some(p) => AccessLog::File(PathBuf::from(p)),
         };
         let stats_path = match a.stats_path {
-            Some(p) if !p.starts_with('/') => return err(format!("--stats-path '{p}' must start with '/'")),
+            Some(p) if !p.starts_with('/') => {
+                return err(format!("--stats-path '{p}' must start with '/'"));
+            }
             other => other,
         };
         Ok(Config {
@@ -231,8 +238,14 @@ impl Config {
                 zero_copy: !a.no_zero_copy,
                 residency_test: !a.no_residency_test,
             },
-            path_cache_entries: positive("path-cache-entries", a.path_cache_entries.unwrap_or(6000))?,
-            file_cache_entries: positive("file-cache-entries", a.file_cache_entries.unwrap_or(4096))?,
+            path_cache_entries: positive(
+                "path-cache-entries",
+                a.path_cache_entries.unwrap_or(6000),
+            )?,
+            file_cache_entries: positive(
+                "file-cache-entries",
+                a.file_cache_entries.unwrap_or(4096),
+            )?,
             file_cache_bytes: a.file_cache_bytes.unwrap_or(32 << 20),
             small_file_bytes: a.small_file_bytes.unwrap_or(16384),
             revalidate_after: Duration::from_secs(1),
@@ -310,7 +323,11 @@ mod tests {
     fn config_file_fills_gaps_and_command_line_wins() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("amped.toml");
-        std::fs::write(&file, "arch = \"sped\"\nhelpers = 7\nheader_timeout = 1.5\nno_path_cache = true\n").unwrap();
+        std::fs::write(
+            &file,
+            "arch = \"sped\"\nhelpers = 7\nheader_timeout = 1.5\nno_path_cache = true\n",
+        )
+        .unwrap();
         let c = parse(&["--config", file.to_str().unwrap(), "--helpers", "2"]).unwrap();
         assert_eq!(c.arch, Arch::Sped);
         assert_eq!(c.helpers, 2);

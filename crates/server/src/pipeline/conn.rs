@@ -46,6 +46,10 @@ impl ConnState {
 
     /// How many more bytes the pipeline may want before it decides (a read-size hint).
     pub fn read_hint(&self, max_head: usize) -> usize {
-        if self.discard > 0 { self.discard.min(64 << 10) as usize } else { max_head.saturating_sub(self.inbuf.len()).max(1) }
+        if self.discard > 0 {
+            self.discard.min(64 << 10) as usize
+        } else {
+            max_head.saturating_sub(self.inbuf.len()).max(1)
+        }
     }
 }

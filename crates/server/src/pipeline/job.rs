@@ -7,7 +7,7 @@
 //! descriptor and metadata back, so the event loop never repeats a file-system operation
 //! hoping it will now hit the cache.
 
-use super::translate::{Translation, TranslateRequest, translate};
+use super::translate::{TranslateRequest, Translation, translate};
 use crate::cache::FileEntry;
 use crate::config::Config;
 use std::fs::{File, OpenOptions};
@@ -92,10 +92,19 @@ impl Job {
                     _ => None,
                 };
                 let listing = match &translation {
-                    Translation::Listing(dir) => Some(super::listing::render(dir, &url_path, cfg.dotfiles)),
+                    Translation::Listing(dir) => {
+                        Some(super::listing::render(dir, &url_path, cfg.dotfiles))
+                    }
                     _ => None,
                 };
-                JobDone::Resolved(Resolved { url_path, translation, translated_now, file, listing, at: Instant::now() })
+                JobDone::Resolved(Resolved {
+                    url_path,
+                    translation,
+                    translated_now,
+                    file,
+                    listing,
+                    at: Instant::now(),
+                })
             }
             Job::ReadAhead { file, offset, len } => {
                 read_ahead(&file.file, offset, len);
@@ -133,8 +142,20 @@ pub fn keeps_body_in_memory(cfg: &Config, size: u64) -> bool {
 impl Resolved {
     /// The result for a file whose translation was already known (from the path cache), when
     /// the `open`/`stat` (and small-body read) ran outside [`Job::run`] — submitted to io_uring.
-    pub fn known_file(url_path: String, path: PathBuf, file: io::Result<FileEntry>, at: Instant) -> Resolved {
-        Resolved { url_path, translation: Translation::File(path), translated_now: false, file: Some(file), listing: None, at }
+    pub fn known_file(
+        url_path: String,
+        path: PathBuf,
+        file: io::Result<FileEntry>,
+        at: Instant,
+    ) -> Resolved {
+        Resolved {
+            url_path,
+            translation: Translation::File(path),
+            translated_now: false,
+            file: Some(file),
+            listing: None,
+            at,
+        }
     }
 }
 

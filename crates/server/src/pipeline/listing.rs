@@ -4,8 +4,20 @@
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use std::path::Path;
 
-const PATH_SEGMENT: &AsciiSet =
-    &CONTROLS.add(b' ').add(b'"').add(b'#').add(b'%').add(b'<').add(b'>').add(b'?').add(b'`').add(b'{').add(b'}').add(b'/').add(b'\\').add(b'\'');
+const PATH_SEGMENT: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}')
+    .add(b'/')
+    .add(b'\\')
+    .add(b'\'');
 
 /// Renders the listing of `dir`, reached as `url_path` (ends in `/`).
 pub fn render(dir: &Path, url_path: &str, dotfiles: bool) -> Vec<u8> {
@@ -32,7 +44,10 @@ pub fn render(dir: &Path, url_path: &str, dotfiles: bool) -> Vec<u8> {
     for (name, is_dir) in names {
         let slash = if is_dir { "/" } else { "" };
         let href = utf8_percent_encode(&name, PATH_SEGMENT);
-        page.push_str(&format!("<li><a href=\"{href}{slash}\">{}{slash}</a></li>\n", amped_http::html_escape(&name)));
+        page.push_str(&format!(
+            "<li><a href=\"{href}{slash}\">{}{slash}</a></li>\n",
+            amped_http::html_escape(&name)
+        ));
     }
     page.push_str("</ul></body></html>\n");
     page.into_bytes()

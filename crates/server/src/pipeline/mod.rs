@@ -146,7 +146,13 @@ impl Pipeline {
                 c.inbuf.drain(..head.head_len);
                 c.served += 1;
                 let keep_alive = head.keep_alive && !draining;
-                let req = Request { head, peer: c.peer, received: SystemTime::now(), keep_alive, target: None };
+                let req = Request {
+                    head,
+                    peer: c.peer,
+                    received: SystemTime::now(),
+                    keep_alive,
+                    target: None,
+                };
                 self.dispatch(c, req)
             }
         }
@@ -159,12 +165,18 @@ impl Pipeline {
         };
         let JobDone::Resolved(r) = done else {
             c.closing = true;
-            return Step::Respond(self.error_with(&req, StatusCode::INTERNAL_SERVER_ERROR, b"", true));
+            return Step::Respond(self.error_with(
+                &req,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                b"",
+                true,
+            ));
         };
         if r.translated_now
-            && let Some(paths) = &self.caches.paths {
-                lock(paths).put(r.url_path.clone(), r.translation.clone(), r.at);
-            }
+            && let Some(paths) = &self.caches.paths
+        {
+            lock(paths).put(r.url_path.clone(), r.translation.clone(), r.at);
+        }
         match (r.translation, r.file, r.listing) {
             (Translation::File(_), Some(Ok(entry)), _) => {
                 let mut entry = Arc::new(entry);
@@ -181,9 +193,14 @@ impl Pipeline {
                 };
                 Step::Respond(self.error(&req, status))
             }
-            (Translation::Listing(_), _, Some(page)) => {
-                Step::Respond(self.generated(&req, StatusCode::OK, b"", "text/html; charset=utf-8", page, false))
-            }
+            (Translation::Listing(_), _, Some(page)) => Step::Respond(self.generated(
+                &req,
+                StatusCode::OK,
+                b"",
+                "text/html; charset=utf-8",
+                page,
+                false,
+            )),
             (t, _, _) => self.after_translation(c, req, t),
         }
     }
@@ -196,7 +213,12 @@ impl Pipeline {
     /// The 503 (with `Retry-After: 1`, then close) for a connection the server has no room
     /// for, e.g. when the pool's queue is full.
     pub fn overload_response(&self, peer: SocketAddr) -> Response {
-        self.error_with(&Request::unparsed(peer), StatusCode::SERVICE_UNAVAILABLE, b"Retry-After: 1\r\n", true)
+        self.error_with(
+            &Request::unparsed(peer),
+            StatusCode::SERVICE_UNAVAILABLE,
+            b"Retry-After: 1\r\n",
+            true,
+        )
     }
 
     /// Called by the architecture when a response has been sent (or abandoned after
@@ -216,7 +238,12 @@ impl Pipeline {
         if let Some(n) = h.content_length {
             if n > self.cfg.max_discard_body {
                 c.closing = true;
-                return Step::Respond(self.error_with(&req, StatusCode::PAYLOAD_TOO_LARGE, b"", true));
+                return Step::Respond(self.error_with(
+                    &req,
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    b"",
+                    true,
+                ));
             }
             c.discard = n;
             let now = n.min(c.inbuf.len() as u64);
@@ -227,14 +254,27 @@ impl Pipeline {
             Method::Get | Method::Head => {}
             Method::Unknown => return Step::Respond(self.error(&req, StatusCode::NOT_IMPLEMENTED)),
             _ => {
-                return Step::Respond(self.error_with(&req, StatusCode::METHOD_NOT_ALLOWED, b"Allow: GET, HEAD\r\n", false));
+                return Step::Respond(self.error_with(
+                    &req,
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    b"Allow: GET, HEAD\r\n",
+                    false,
+                ));
             }
         }
         if let Some(sp) = &self.cfg.stats_path
-            && h.target.split('?').next() == Some(sp.as_str()) {
-                let json = self.stats.to_json().into_bytes();
-                return Step::Respond(self.generated(&req, StatusCode::OK, b"Cache-Control: no-store\r\n", "application/json", json, false));
-            }
+            && h.target.split('?').next() == Some(sp.as_str())
+        {
+            let json = self.stats.to_json().into_bytes();
+            return Step::Respond(self.generated(
+                &req,
+                StatusCode::OK,
+                b"Cache-Control: no-store\r\n",
+                "application/json",
+                json,
+                false,
+            ));
+        }
         let target = match amped_http::normalize_target(&h.target) {
             Ok(t) => t,
             Err(_) => return Step::Respond(self.error(&req, StatusCode::BAD_REQUEST)),
@@ -250,7 +290,9 @@ impl Pipeline {
         };
         let translation = match lookup {
             PathLookup::Fresh(t) => Some(t),
-            PathLookup::Stale(Translation::File(p)) if p == self.cfg.root.join(target.to_rel_path()) => {
+            PathLookup::Stale(Translation::File(p))
+                if p == self.cfg.root.join(target.to_rel_path()) =>
+            {
                 // A direct mapping: the cached open file can vouch for the translation.
                 self.revalidated_file(&p, now).map(|_| {
                     if let Some(paths) = &self.caches.paths {
@@ -310,16 +352,32 @@ impl Pipeline {
             }
             Translation::Redirect(location) => {
                 let extra = format!("Location: {location}\r\n");
-                Step::Respond(self.error_with(&req, StatusCode::MOVED_PERMANENTLY, extra.as_bytes(), false))
+                Step::Respond(self.error_with(
+                    &req,
+                    StatusCode::MOVED_PERMANENTLY,
+                    extra.as_bytes(),
+                    false,
+                ))
             }
             Translation::NotFound => Step::Respond(self.error(&req, StatusCode::NOT_FOUND)),
             Translation::Forbidden => Step::Respond(self.error(&req, StatusCode::FORBIDDEN)),
         }
     }
 
-    fn park(&self, c: &mut ConnState, req: Request, url_path: String, known: Option<Translation>) -> Step {
+    fn park(
+        &self,
+        c: &mut ConnState,
+        req: Request,
+        url_path: String,
+        known: Option<Translation>,
+    ) -> Step {
         let target = req.target.as_ref().expect("parked requests have a target");
-        let job = Job::Resolve { url_path, rel: target.to_rel_path(), trailing_slash: target.trailing_slash, known };
+        let job = Job::Resolve {
+            url_path,
+            rel: target.to_rel_path(),
+            trailing_slash: target.trailing_slash,
+            known,
+        };
         c.pending = Some(req);
         Step::Block(job)
     }

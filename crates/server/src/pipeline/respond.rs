@@ -16,7 +16,12 @@ impl super::Pipeline {
         let etag_needed = h.if_none_match.is_some() || h.if_range.is_some();
         let etag = if etag_needed { f.etag() } else { String::new() };
         if (h.if_none_match.is_some() || h.if_modified_since.is_some())
-            && amped_http::is_not_modified(h.if_none_match.as_deref(), h.if_modified_since.as_deref(), &etag, f.mtime)
+            && amped_http::is_not_modified(
+                h.if_none_match.as_deref(),
+                h.if_modified_since.as_deref(),
+                &etag,
+                f.mtime,
+            )
         {
             let mut head = Vec::with_capacity(256);
             let mut w = HeadWriter::new(&mut head, StatusCode::NOT_MODIFIED);
@@ -30,15 +35,23 @@ impl super::Pipeline {
             None => RangeOutcome::Full,
         };
         if let Some(ir) = &h.if_range
-            && !amped_http::if_range_allows(ir, &etag, f.mtime) {
-                range = RangeOutcome::Full;
-            }
+            && !amped_http::if_range_allows(ir, &etag, f.mtime)
+        {
+            range = RangeOutcome::Full;
+        }
         let (status, start, len) = match range {
             RangeOutcome::Full => (StatusCode::OK, 0, f.size),
-            RangeOutcome::Partial { start, end_inclusive } => (StatusCode::PARTIAL_CONTENT, start, end_inclusive - start + 1),
+            RangeOutcome::Partial { start, end_inclusive } => {
+                (StatusCode::PARTIAL_CONTENT, start, end_inclusive - start + 1)
+            }
             RangeOutcome::Unsatisfiable => {
                 let extra = format!("Content-Range: bytes */{}\r\n", f.size);
-                return self.error_with(req, StatusCode::RANGE_NOT_SATISFIABLE, extra.as_bytes(), false);
+                return self.error_with(
+                    req,
+                    StatusCode::RANGE_NOT_SATISFIABLE,
+                    extra.as_bytes(),
+                    false,
+                );
             }
         };
         let mut head = Vec::with_capacity(lines.len() + 128);
@@ -81,7 +94,13 @@ impl super::Pipeline {
     }
 
     /// An error page with extra header lines; `close` forces `Connection: close`.
-    pub(super) fn error_with(&self, req: &Request, status: StatusCode, extra: &[u8], close: bool) -> Response {
+    pub(super) fn error_with(
+        &self,
+        req: &Request,
+        status: StatusCode,
+        extra: &[u8],
+        close: bool,
+    ) -> Response {
         let page = amped_http::error_body(status);
         self.generated(req, status, extra, "text/html; charset=utf-8", page, close)
     }
@@ -127,7 +146,12 @@ impl super::Pipeline {
             Box::new(LogRecord {
                 peer: req.peer.ip(),
                 time: req.received,
-                request_line: format!("{} {} {}", req.head.method_raw, req.head.target, req.head.version.as_str()),
+                request_line: format!(
+                    "{} {} {}",
+                    req.head.method_raw,
+                    req.head.target,
+                    req.head.version.as_str()
+                ),
                 status: status.as_u16(),
                 referer: req.head.referer.clone(),
                 user_agent: req.head.user_agent.clone(),

@@ -25,7 +25,8 @@ fn evict(path: &Path) {
                   os.fsync(fd)\n\
                   os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)\n\
                   os.close(fd)";
-    let status = Command::new("python3").arg("-c").arg(script).arg(path).status().expect("run python3");
+    let status =
+        Command::new("python3").arg("-c").arg(script).arg(path).status().expect("run python3");
     assert!(status.success(), "python3 fadvise failed");
     let resident = Command::new("fincore")
         .args(["--bytes", "--noheadings", "--output", "RES"])
@@ -36,7 +37,10 @@ fn evict(path: &Path) {
         .and_then(|s| s.trim().parse::<u64>().ok());
     if let Some(resident) = resident {
         let len = std::fs::metadata(path).unwrap().len();
-        assert!(resident < len / 2, "eviction did not work here: {resident} of {len} bytes resident");
+        assert!(
+            resident < len / 2,
+            "eviction did not work here: {resident} of {len} bytes resident"
+        );
     }
 }
 
@@ -142,7 +146,10 @@ fn uring_many_concurrent_connections() {
                     c.send(req("GET", &format!("/mid{i}.bin"), "") + &req("GET", "/a.txt", ""));
                     let r = c.response();
                     r.assert_status(200);
-                    assert!(r.body == pseudo_random(150_000 + i as usize * 7, 300 + i), "mid{i}.bin differs");
+                    assert!(
+                        r.body == pseudo_random(150_000 + i as usize * 7, 300 + i),
+                        "mid{i}.bin differs"
+                    );
                     assert_eq!(c.response().assert_status(200).body, b"AAAA");
                 }
             })
@@ -162,9 +169,8 @@ fn uring_many_concurrent_connections() {
 fn uring_two_instances() {
     let s = Server::start(&["--arch", "uring", "--instances", "2"], &[], fill);
     let addr = s.addr;
-    let handles: Vec<_> = (0..40)
-        .map(|i| thread::spawn(move || get(addr, &format!("/mid{}.bin", i % 8))))
-        .collect();
+    let handles: Vec<_> =
+        (0..40).map(|i| thread::spawn(move || get(addr, &format!("/mid{}.bin", i % 8)))).collect();
     for (i, h) in handles.into_iter().enumerate() {
         let r = h.join().expect("client");
         let i = (i % 8) as u64;
@@ -209,7 +215,8 @@ fn uring_graceful_shutdown_during_downloads() {
                     }
                     thread::sleep(Duration::from_millis(2));
                 }
-                let (resp, used) = parse_response(&got, false).unwrap().expect("a complete response");
+                let (resp, used) =
+                    parse_response(&got, false).unwrap().expect("a complete response");
                 assert_eq!(used, got.len());
                 resp.assert_status(200);
                 assert!(resp.connection_has("close"));
@@ -231,7 +238,9 @@ fn uring_refused_by_the_kernel_fails_clearly() {
         return;
     }
     let root = temp_dir();
-    for (errno, reason) in [("EPERM", "kernel.io_uring_disabled or a seccomp filter"), ("ENOSYS", "not implemented")] {
+    for (errno, reason) in
+        [("EPERM", "kernel.io_uring_disabled or a seccomp filter"), ("ENOSYS", "not implemented")]
+    {
         let mut args: Vec<OsString> = ["-f", "-o", "/dev/null", "-e", "trace=io_uring_setup", "-e"]
             .iter()
             .map(OsString::from)
@@ -249,7 +258,10 @@ fn uring_refused_by_the_kernel_fails_clearly() {
             return;
         }
         assert!(!out.status.success(), "{errno}: exited 0");
-        let line = stderr.lines().find(|l| l.starts_with("amped: ")).unwrap_or_else(|| panic!("{errno}: {stderr}"));
+        let line = stderr
+            .lines()
+            .find(|l| l.starts_with("amped: "))
+            .unwrap_or_else(|| panic!("{errno}: {stderr}"));
         assert!(line.starts_with("amped: io_uring unavailable (io_uring_setup: "), "{line}");
         assert!(line.contains(reason) && line.ends_with("); use --arch amped"), "{line}");
         assert!(!stderr.contains("panicked"), "{stderr}");

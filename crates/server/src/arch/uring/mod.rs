@@ -55,12 +55,18 @@ pub fn check_available() -> io::Result<()> {
 }
 
 fn open_ring(entries: u32) -> io::Result<Ring> {
-    Ring::new(entries).map_err(|e| io::Error::new(e.kind(), format!("io_uring unavailable ({e}); use --arch amped")))
+    Ring::new(entries).map_err(|e| {
+        io::Error::new(e.kind(), format!("io_uring unavailable ({e}); use --arch amped"))
+    })
 }
 
 /// Serves `listener` with an io_uring loop until shutdown. Fails at once, with a one-line
 /// reason, if the kernel refuses io_uring.
-pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, shutdown: &AtomicBool) -> io::Result<()> {
+pub fn run(
+    pipeline: Arc<Pipeline>,
+    listener: TcpListener,
+    shutdown: &AtomicBool,
+) -> io::Result<()> {
     let ring = open_ring(RING_ENTRIES)?;
     // The ring waits for connections itself; accepted sockets inherit TCP_NODELAY.
     listener.set_nonblocking(false)?;
@@ -115,7 +121,12 @@ struct UringLoop {
 }
 
 impl UringLoop {
-    fn new(pipeline: Arc<Pipeline>, ring: Ring, helpers: HelperPool, listener: TcpListener) -> Self {
+    fn new(
+        pipeline: Arc<Pipeline>,
+        ring: Ring,
+        helpers: HelperPool,
+        listener: TcpListener,
+    ) -> Self {
         UringLoop {
             pipeline,
             ring,
@@ -306,7 +317,8 @@ impl UringLoop {
         }
         if c.phase != phase {
             c.phase = phase;
-            c.deadline = Instant::now() + if phase == Phase::Idle { cfg.keepalive_timeout } else { cfg.header_timeout };
+            c.deadline = Instant::now()
+                + if phase == Phase::Idle { cfg.keepalive_timeout } else { cfg.header_timeout };
         }
         c.partial = c.state.has_partial_request();
         let cap = if c.state.inbuf.is_empty() { RECV_FIRST } else { RECV_MORE };
@@ -330,7 +342,9 @@ impl UringLoop {
                         c.opening = Some(opening);
                     }
                     Err(e) => {
-                        let OpenStep::Done(r) = opening.opened(Err(e)) else { unreachable!("a failed open finishes") };
+                        let OpenStep::Done(r) = opening.opened(Err(e)) else {
+                            unreachable!("a failed open finishes")
+                        };
                         let step = self.pipeline.resume(&mut c.state, JobDone::Resolved(r));
                         self.on_step(key, step);
                     }
@@ -421,7 +435,8 @@ impl UringLoop {
                 self.on_open_step(key, step);
             }
             Event::Stat(r) => {
-                let step = c.opening.as_mut().expect("an open in progress").statted(r, &self.pipeline.cfg);
+                let step =
+                    c.opening.as_mut().expect("an open in progress").statted(r, &self.pipeline.cfg);
                 self.on_open_step(key, step);
             }
             Event::Accepted(_) | Event::Polled(_) => {}
@@ -476,7 +491,9 @@ impl UringLoop {
         let expired: Vec<usize> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.phase != Phase::Busy && !c.closing && !c.timed_out && c.deadline <= now)
+            .filter(|(_, c)| {
+                c.phase != Phase::Busy && !c.closing && !c.timed_out && c.deadline <= now
+            })
             .map(|(k, _)| k)
             .collect();
         for key in expired {
@@ -505,7 +522,12 @@ impl UringLoop {
         let idle: Vec<usize> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.out.is_none() && matches!(c.phase, Phase::Head | Phase::Idle) && !c.partial && c.op.is_some())
+            .filter(|(_, c)| {
+                c.out.is_none()
+                    && matches!(c.phase, Phase::Head | Phase::Idle)
+                    && !c.partial
+                    && c.op.is_some()
+            })
             .map(|(k, _)| k)
             .collect();
         for key in idle {

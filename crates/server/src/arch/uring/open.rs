@@ -62,7 +62,10 @@ impl Opening {
             Err(e) => return self.finish(Err(e)),
         };
         if !st.is_file {
-            return self.finish(Err(io::Error::new(io::ErrorKind::PermissionDenied, "not a regular file")));
+            return self.finish(Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "not a regular file",
+            )));
         }
         self.stat = Some(st);
         if keeps_body_in_memory(cfg, st.size) {
@@ -96,7 +99,15 @@ impl Opening {
                 return Err(io::Error::other("open finished without a descriptor"));
             };
             let size = body.as_ref().map_or(st.size, |b| b.len() as u64);
-            Ok(FileEntry { path: path.clone(), file, size, mtime: st.mtime, ino: st.ino, dev: st.dev, body })
+            Ok(FileEntry {
+                path: path.clone(),
+                file,
+                size,
+                mtime: st.mtime,
+                ino: st.ino,
+                dev: st.dev,
+                body,
+            })
         });
         OpenStep::Done(Resolved::known_file(url_path, path, entry, self.started))
     }

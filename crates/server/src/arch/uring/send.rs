@@ -54,11 +54,18 @@ impl Sending {
         let (body, body_range, file) = match &resp.body {
             Body::None => (Chunk::Empty, 0..0, None),
             Body::Memory(bytes, r) => (Chunk::Shared(bytes.clone()), r.clone(), None),
-            Body::File { file, offset, len } => {
-                (Chunk::Empty, 0..0, Some(FileLeft { file: file.clone(), next: *offset, end: offset + len }))
-            }
+            Body::File { file, offset, len } => (
+                Chunk::Empty,
+                0..0,
+                Some(FileLeft { file: file.clone(), next: *offset, end: offset + len }),
+            ),
         };
-        Sending { resp, body_sent: 0, gather: Some(Gather { head, head_from: 0, body, body_range }), file }
+        Sending {
+            resp,
+            body_sent: 0,
+            gather: Some(Gather { head, head_from: 0, body, body_range }),
+            file,
+        }
     }
 
     /// The next operation, taking the gather list or the chunk buffer out for the ring.
