@@ -128,6 +128,62 @@ mod tests {
         assert_eq!(dirs_for(1 << 30), 210);
     }
 
+    fn digest(root: &Path) -> (u64, u64) {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut total = 0;
+        for f in crate::datasets::files_under(root) {
+            let bytes = std::fs::read(&f).unwrap();
+            total += bytes.len() as u64;
+            let name = f.strip_prefix(root).unwrap().display().to_string();
+            for b in name.bytes().chain(bytes) {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        (h, total)
+    }
+
+    #[test]
+    fn generation_is_deterministic_and_sized() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let want = 12 << 20;
+        let sa = generate(a.path(), want, 3).unwrap();
+        let sb = generate(b.path(), want, 3).unwrap();
+        let (ha, ta) = digest(&sa.root);
+        assert_eq!((ha, ta), digest(&sb.root), "same seed, same bytes");
+        assert_eq!(ta, sa.bytes, "the files add up to the reported size");
+        assert_eq!(crate::datasets::files_under(&sa.root).len(), sa.dirs as usize * 36);
+        assert!(ta.abs_diff(want) <= dir_bytes() / 2, "{ta} bytes for {want} requested");
+        let other = tempfile::tempdir().unwrap();
+        assert_ne!(
+            digest(&generate(other.path(), want, 4).unwrap().root).0,
+            ha,
+            "another seed, other bytes"
+        );
+        // A second call with the same parameters reuses the set.
+        let again = generate(a.path(), want, 3).unwrap();
+        assert_eq!(digest(&again.root).0, ha);
+    }
+
+    #[test]
+    fn trace_follows_the_class_mix_and_zipf() {
+        let n = 200_000;
+        let t = trace(50, n, 9);
+        assert_eq!(t, trace(50, n, 9), "same seed, same trace");
+        let mut class = [0usize; 4];
+        let mut dir0 = 0;
+        for r in &t {
+            class[usize::from(r.class)] += 1;
+            dir0 += usize::from(r.dir == 0);
+        }
+        for (c, want) in CLASS_MIX.iter().enumerate() {
+            let got = class[c] as f64 / n as f64;
+            assert!((got - want).abs() < 0.006, "class {c}: {got} vs {want}");
+        }
+        let h50: f64 = (1..=50).map(|k| 1.0 / f64::from(k)).sum();
+        let got = dir0 as f64 / n as f64;
+        assert!((got - 1.0 / h50).abs() < 0.01, "directory 0 drew {got}, Zipf says {}", 1.0 / h50);
+    }
+
     #[test]
     fn trace_paths_name_existing_files() {
         let t = trace(3, 1000, 1);

@@ -1,0 +1,198 @@
+//! `amplab <experiment> --quick` against amped alone: the output folder exists, its CSV and
+//! JSON parse and hold the expected series, and every SVG is XML with the expected series.
+
+mod common;
+
+use common::{amplab, f};
+
+#[test]
+fn single_file_quick() {
+    let run = amplab(&["single-file", "--servers", "amped,sped"]);
+    run.assert_ok();
+    let rows = run.csv("results.csv");
+    // 2 servers × 2 modes × 3 sizes, one round.
+    assert_eq!(rows.len(), 12);
+    for row in &rows {
+        assert!(f(row, "rps") > 0.0, "{row:?}");
+        assert_eq!(row["error"], "", "{row:?}");
+    }
+    assert!(
+        rows.iter().any(|r| r["server"] == "sped"
+            && r["mode"] == "keepalive"
+            && r["size_bytes"] == "102400")
+    );
+    assert_eq!(run.csv("medians.csv").len(), 12);
+    let cells = run.json("results.json");
+    assert_eq!(cells.as_array().map(Vec::len), Some(12));
+    for fig in
+        ["bandwidth-close.svg", "rate-close.svg", "bandwidth-keepalive.svg", "rate-keepalive.svg"]
+    {
+        assert_eq!(run.svg_series(fig), vec!["amped", "sped"], "{fig}");
+    }
+    let setup = run.json("setup.json");
+    assert_eq!(setup["experiment"], "single-file");
+    assert_eq!(setup["quick"], true);
+    assert!(setup["versions"]["amped"].as_str().is_some_and(|v| v.contains("amped")));
+    assert!(setup["machine"]["cpus"].as_u64().is_some());
+    assert_eq!(setup["servers"].as_array().map(Vec::len), Some(2));
+    let summary = run.read("summary.md");
+    assert!(
+        summary.contains("Quick run") && summary.contains("Compared with the paper"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn optimizations_quick() {
+    let run = amplab(&["optimizations"]);
+    run.assert_ok();
+    let rows = run.csv("results.csv");
+    assert_eq!(rows.len(), 8 * 2, "8 combinations × 2 sizes, close mode");
+    let series = run.svg_series("rate-close.svg");
+    assert_eq!(series.len(), 8);
+    assert_eq!(series[0], "amped");
+    assert_eq!(series[7], "amped:no-path-cache:no-header-cache:no-file-cache");
+    assert!(rows.iter().all(|r| f(r, "rps") > 0.0));
+    assert!(run.read("summary.md").contains("Without the path cache alone"));
+}
+
+#[test]
+fn disk_bound_quick() {
+    // Root or not: the cgroups are used when possible, and the run works either way.
+    let run = amplab(&["disk-bound", "--servers", "amped,sped"]);
+    run.assert_ok();
+    let rows = run.csv("results.csv");
+    let phases: Vec<(&str, &str)> =
+        rows.iter().map(|r| (r["phase"].as_str(), r["server"].as_str())).collect();
+    assert_eq!(
+        phases,
+        vec![
+            ("capacity", "amped"),
+            ("capacity", "sped"),
+            ("fixed-rate", "amped"),
+            ("fixed-rate", "sped")
+        ]
+    );
+    for r in &rows {
+        assert!(f(r, "rps") > 0.0 && f(r, "p50_ms") > 0.0 && f(r, "mean_ms") > 0.0, "{r:?}");
+    }
+    assert_eq!(run.svg_series("latency-cdf.svg"), vec!["amped", "sped"]);
+    assert_eq!(run.svg_series("latency-summary.svg"), vec!["amped", "sped"]);
+    let setup = run.json("setup.json");
+    let cg = setup["disk_emulation"]["cgroups"]["state"].as_str().unwrap_or_default().to_string();
+    assert!(["applied", "not-root", "unavailable"].contains(&cg.as_str()), "{cg}");
+    assert!(setup["parameters"]["rate"].as_f64().is_some_and(|r| r > 0.0));
+}
+
+#[test]
+fn disk_bound_without_cgroups_says_so() {
+    let run = amplab(&["disk-bound", "--servers", "amped", "--no-cgroups", "--rate", "200"]);
+    run.assert_ok();
+    let rows = run.csv("results.csv");
+    assert_eq!(rows.len(), 1, "with --rate there is no capacity pass");
+    assert_eq!(rows[0]["disk_reads"], "");
+    assert!((f(&rows[0], "rps") - 200.0).abs() < 20.0, "{:?}", rows[0]);
+    let summary = run.read("summary.md");
+    assert!(summary.contains("No disk emulation") && summary.contains("--no-cgroups"), "{summary}");
+    let setup = run.json("setup.json");
+    assert_eq!(setup["disk_emulation"]["cgroups"]["state"], "disabled-by-option");
+    assert_eq!(setup["disk_emulation"]["evict"], "fadvise");
+}
+
+#[test]
+fn pool_vs_nopool_quick() {
+    let run = amplab(&["pool-vs-nopool"]);
+    run.assert_ok();
+    let rows = run.csv("results.csv");
+    // 2 servers × 2 files × 2 concurrency levels.
+    assert_eq!(rows.len(), 8);
+    for r in &rows {
+        assert!(f(r, "rps") > 0.0 && f(r, "p99_ms") >= 0.0, "{r:?}");
+        assert_eq!(r["error"], "", "{r:?}");
+    }
+    let generator = &rows[0]["generator"];
+    let summary = run.read("summary.md");
+    if generator == "ampload" {
+        assert!(summary.contains("ab is not installed"), "{summary}");
+    } else {
+        assert_eq!(generator, "ab");
+        assert!(rows.iter().all(|r| f(r, "sd_ms") >= 0.0));
+    }
+    assert_eq!(
+        run.svg_series("small-latency.svg"),
+        vec!["mt median", "mt p99", "pool:threads=5 median", "pool:threads=5 p99"]
+    );
+    assert_eq!(run.svg_series("large-throughput.svg"), vec!["mt", "pool:threads=5"]);
+}
+
+#[test]
+fn pool_vs_nopool_with_ampload_standing_in() {
+    let run = amplab(&["pool-vs-nopool", "--generator", "ampload", "--concurrency", "3"]);
+    run.assert_ok();
+    let rows = run.csv("results.csv");
+    assert_eq!(rows.len(), 4);
+    assert!(rows.iter().all(|r| r["generator"] == "ampload" && r["sd_ms"].is_empty()));
+    assert!(run.read("summary.md").contains("ampload --close stood in"));
+}
+
+#[test]
+fn trace_replays_an_access_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("access.log");
+    std::fs::write(
+        &log,
+        "199.72.81.55 - - [01/Jul/1995:00:00:01 -0400] \"GET /history/apollo/ HTTP/1.0\" 200 6245\n\
+         unicomp6.unicomp.net - - [01/Jul/1995:00:00:06 -0400] \"GET /shuttle/countdown/ HTTP/1.0\" 200 3985\n\
+         burger.letters.com - - [01/Jul/1995:00:00:11 -0400] \"GET /shuttle/countdown/liftoff.html HTTP/1.0\" 304 0\n\
+         this line is broken\n\
+         d104.aa.net - - [01/Jul/1995:00:00:13 -0400] \"GET /images/NASA-logosmall.gif HTTP/1.0\" 200 786\n",
+    )
+    .unwrap();
+    let run =
+        amplab(&["trace", "--servers", "amped", "--no-cgroups", "--clf", log.to_str().unwrap()]);
+    run.assert_ok();
+    let rows = run.csv("results.csv");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["workload"], "access-log");
+    assert!(f(&rows[0], "requests") > 0.0);
+    assert_eq!(run.svg_series("throughput.svg"), vec!["amped"]);
+    assert!(run.stderr.contains("line 4: no [date]"), "{}", run.stderr);
+    assert!(run.read("summary.md").contains("1 lines rejected"));
+}
+
+#[test]
+fn unknown_servers_and_missing_peers() {
+    let run = amplab(&["single-file", "--servers", "zeus"]);
+    assert_eq!(run.code, Some(1));
+    assert!(run.stderr.contains("unknown server \"zeus\""), "{}", run.stderr);
+    if program_missing("apache2") {
+        let run = amplab(&["pool-vs-nopool", "--servers", "mt,apache-event", "--concurrency", "2"]);
+        run.assert_ok();
+        assert!(
+            run.stderr.contains("skipping apache-event: apache2 is not installed"),
+            "{}",
+            run.stderr
+        );
+        assert!(run.read("summary.md").contains("apache-event: apache2 is not installed"));
+        assert_eq!(run.json("setup.json")["skipped_servers"][0]["label"], "apache-event");
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_amplab"))
+        .args(["install-peers", "--dry-run"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("apt-get install")
+            && text.contains("apache2-bin")
+            && text.contains("apache2-utils"),
+        "{text}"
+    );
+}
+
+/// Whether a program is absent from the PATH and the sbin folders.
+fn program_missing(program: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    !std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/local/sbin"].map(std::path::PathBuf::from))
+        .any(|d| d.join(program).is_file())
+}
