@@ -61,10 +61,20 @@ impl RunDir {
         self.write(name, &(text + "\n"))
     }
 
-    /// Writes a figure (`name` without extension) as SVG.
+    /// Writes a figure (`name` without extension) as SVG, and as PNG too when
+    /// `rsvg-convert` (Debian librsvg2-bin) is installed.
     pub fn write_chart(&mut self, name: &str, chart: &Chart) -> io::Result<String> {
         let file = format!("{name}.svg");
         self.write(&file, &chart.render())?;
+        if let Some(rsvg) = crate::tools::which("rsvg-convert") {
+            let png = self.path.join(format!("{name}.png"));
+            let _ = std::process::Command::new(rsvg)
+                .arg("-o")
+                .arg(&png)
+                .arg(self.path.join(&file))
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
         Ok(file)
     }
 
