@@ -102,6 +102,7 @@ pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
         "p95_ms",
         "mean_ms",
         "disk_reads",
+        "disk_reads_with_warmup",
         "error",
     ]);
     for r in &rows {
@@ -117,6 +118,7 @@ pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
             num(m.latency.p50),
             num(m.latency.p95),
             num(m.latency.mean),
+            r.cell.measured_disk_reads.map_or(String::new(), |n| n.to_string()),
             r.cell.cgroup.as_ref().map_or(String::new(), |c| c.disk_reads.to_string()),
             r.cell.error.clone().unwrap_or_default(),
         ]);

@@ -20,7 +20,10 @@ pub struct DiskCell {
     pub server: String,
     pub measurement: Option<Measurement>,
     pub error: Option<String>,
+    /// The cgroups' counters at the end (warm-up and measurement together).
     pub cgroup: Option<CgroupStats>,
+    /// Reads the server issued to the throttled disk during the measured phase only.
+    pub measured_disk_reads: Option<u64>,
     pub raw: Value,
 }
 
@@ -76,6 +79,7 @@ pub fn run_one(
         measurement: None,
         error: None,
         cgroup: None,
+        measured_disk_reads: None,
         raw: Value::Null,
     };
     if let Err(e) = emu.evict(root) {
@@ -112,6 +116,7 @@ pub fn run_one(
     {
         eprintln!("[amplab {}]   warm-up of {}: {e}", lab.experiment, spec.label);
     }
+    let before = cgroup.as_ref().map(|c| c.stats().disk_reads);
     match make(&load.measure_urls, load.duration_s).run(&lab.bins.ampload, lab.client_cpus()) {
         Ok((m, raw)) => {
             if m.errors > 0 {
@@ -128,6 +133,8 @@ pub fn run_one(
         Err(e) => cell.error = Some(e.to_string()),
     }
     cell.cgroup = cgroup.as_ref().map(|c| c.stats());
+    cell.measured_disk_reads =
+        cell.cgroup.as_ref().zip(before).map(|(c, b)| c.disk_reads.saturating_sub(b));
     if !server.alive() {
         let oom = cell.cgroup.as_ref().is_some_and(|c| c.oom_kills > 0);
         cell.error = Some(format!(
