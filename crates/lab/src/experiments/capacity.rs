@@ -32,7 +32,7 @@ pub struct Row {
 pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
     let q = a.common.quick;
     let mut lab = Lab::open("capacity", &a.common, DEFAULT_SERVERS)?;
-    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 32 } else { 128 });
+    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 });
     let scales =
         a.scales.clone().unwrap_or_else(|| if q { vec![0.5, 1.5] } else { vec![0.5, 1.5, 3.3] });
     if scales.iter().any(|s| !(s.is_finite() && *s > 0.0)) {

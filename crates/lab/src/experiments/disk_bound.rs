@@ -63,8 +63,8 @@ pub struct Row {
 pub fn run(a: &DiskBoundArgs) -> Result<std::path::PathBuf, String> {
     let q = a.common.quick;
     let mut lab = Lab::open("disk-bound", &a.common, DEFAULT_SERVERS)?;
-    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 32 } else { 128 });
-    let dataset = a.dataset.unwrap_or(if q { 48 << 20 } else { 2 << 30 });
+    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 });
+    let dataset = a.dataset.unwrap_or(if q { 96 << 20 } else { 2 << 30 });
     let mut p = Params {
         dataset_bytes: dataset,
         dirs: specweb::dirs_for(dataset),

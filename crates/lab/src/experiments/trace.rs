@@ -52,7 +52,7 @@ pub struct Row {
 pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
     let q = a.common.quick;
     let mut lab = Lab::open("trace", &a.common, DEFAULT_SERVERS)?;
-    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 32 } else { 128 });
+    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 });
     let trace_len = if q { 20_000 } else { 400_000 };
     let mut notes = Vec::new();
     let workloads = match &a.clf {
@@ -255,7 +255,7 @@ pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
     {
         let owl = ratio(mbps(&names[0], "sped"), mbps(&names[0], "amped"));
         let cs = ratio(mbps(&names[1], "sped"), mbps(&names[1], "amped"));
-        s.push_str(&format!("- *SPED does well on the cache-friendly trace and falls behind on the disk-bound one*: sped/amped = {} on {}, {} on {}. {}\n", fmt(owl, 2), names[0], fmt(cs, 2), names[1], super::single_file::verdict(cs < owl, "Holds", "Does not hold here")));
+        s.push_str(&format!("- *SPED does well on the cache-friendly trace and falls behind on the disk-bound one*: sped/amped = {} on {}, {} on {}. {}\n", fmt(owl, 2), names[0], fmt(cs, 2), names[1], super::single_file::verdict(cs < 0.9 * owl, "Holds", "Does not hold here: the disk waits cost every architecture alike")));
     }
     s.push_str(&format!("\nThe data sets total {:.0} MiB; the Rice CS and Owlnet traces are not public, so their shape (small and cache-resident vs large and disk-bound) is what is reproduced, not their numbers.\n", workloads.iter().map(|w| w.bytes).sum::<u64>() as f64 / 1048576.0));
     let failures: Vec<String> = rows

@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -152,6 +152,12 @@ impl RunningServer {
             match s.read(&mut head[got..]) {
                 Ok(0) => break,
                 Ok(k) => got += k,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    return Err(
+                        "no answer within 30 s (overloaded, or out of memory in its cgroup?)"
+                            .into(),
+                    );
+                }
                 Err(e) => return Err(e.to_string()),
             }
         }
