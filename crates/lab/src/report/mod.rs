@@ -42,6 +42,9 @@ impl RunDir {
         for sub in ["", "logs", "configs", "tmp"] {
             fs::create_dir_all(path.join(sub))?;
         }
+        // Absolute, because servers are started with paths under it and some (nginx -p)
+        // resolve relative paths against their own prefix, not our working directory.
+        let path = fs::canonicalize(&path)?;
         Ok(RunDir { path })
     }
 
