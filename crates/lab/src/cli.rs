@@ -38,6 +38,10 @@ pub enum Command {
     /// apt-get install the peers and tools (root): nginx-light, apache2-bin, lighttpd, h2o,
     /// apache2-utils (ab), wrk.
     InstallPeers(InstallArgs),
+    /// Mount a directory through the emulated slow disk (a read-only FUSE passthrough that
+    /// delays every request reaching it) and serve in the foreground until SIGTERM or unmount.
+    #[command(hide = true)]
+    Slowdisk(SlowdiskArgs),
 }
 
 /// Options every experiment takes.
@@ -106,19 +110,109 @@ pub struct DiskArgs {
     #[arg(long, value_name = "MIB")]
     pub memory_mb: Option<u64>,
 
-    /// blkio throttle: reads per second on the data's disk.
+    /// blkio throttle (--disk-emulation blkio): reads per second on the data's disk.
     #[arg(long, value_name = "N", default_value_t = 300)]
     pub read_iops: u32,
 
-    /// Do not use cgroups even when root.
+    /// Do not use cgroups even when root (no memory limit, no blkio throttle; unless
+    /// --disk-emulation fuse is given, no slow disk either).
     #[arg(long)]
     pub no_cgroups: bool,
 
     /// How the data set leaves the page cache before each server: drop-caches (root: sync and
     /// /proc/sys/vm/drop_caches, everything) or fadvise (posix_fadvise DONTNEED on the data
-    /// set's files only). Default: drop-caches for full runs as root, fadvise otherwise.
+    /// set's files only; with the FUSE disk, FUSE invalidations of its cache). Default:
+    /// drop-caches for full runs as root, fadvise otherwise.
     #[arg(long, value_enum)]
     pub evict: Option<EvictArg>,
+
+    /// How the slow disk is emulated: fuse (servers read the data set through a FUSE
+    /// passthrough that delays every page-cache miss like a 2004 disk), blkio (cgroup v1
+    /// read-rate throttle on the real disk) or none. Default: fuse as root with /dev/fuse,
+    /// else blkio as root, else none. The memory cgroup limit applies to fuse and blkio.
+    #[arg(long, value_enum)]
+    pub disk_emulation: Option<DiskEmulationArg>,
+
+    #[command(flatten)]
+    pub model: SlowdiskModelArgs,
+}
+
+/// The `--disk-emulation` choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiskEmulationArg {
+    Fuse,
+    Blkio,
+    None,
+}
+
+/// The FUSE slow disk's delay model.
+#[derive(Debug, Args, Clone)]
+pub struct SlowdiskModelArgs {
+    /// Slow disk: positioning time of every read that reaches it, ms.
+    #[arg(long, default_value_t = 5.0, value_name = "MS")]
+    pub seek_ms: f64,
+
+    /// Slow disk: transfer rate, MB/s (10^6 bytes per second); a read of N bytes costs
+    /// seek-ms + N / mbps.
+    #[arg(long, default_value_t = 40.0, value_name = "MB_PER_S")]
+    pub mbps: f64,
+
+    /// Slow disk: requests in service at once (1 = one disk arm: requests queue FIFO).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub arms: u32,
+
+    /// Slow disk: cost of a lookup or getattr that reaches it (a cold inode or directory
+    /// block), ms. Default: --seek-ms.
+    #[arg(long, value_name = "MS")]
+    pub meta_ms: Option<f64>,
+}
+
+impl SlowdiskModelArgs {
+    /// The delay model these options describe (not yet validated).
+    pub fn model(&self) -> crate::slowdisk::Model {
+        crate::slowdisk::Model {
+            seek_ms: self.seek_ms,
+            mbps: self.mbps,
+            meta_ms: self.meta_ms.unwrap_or(self.seek_ms),
+            arms: self.arms,
+        }
+    }
+}
+
+/// `amplab slowdisk`.
+#[derive(Debug, Args)]
+pub struct SlowdiskArgs {
+    /// Directory whose files are served (read-only).
+    #[arg(long, value_name = "DIR")]
+    pub source: PathBuf,
+
+    /// Mount point (created if missing; a stale slow-disk mount there is unmounted first).
+    #[arg(long, value_name = "DIR")]
+    pub mount: PathBuf,
+
+    #[command(flatten)]
+    pub model: SlowdiskModelArgs,
+
+    /// How long the kernel caches entries and attributes, s.
+    #[arg(long, default_value_t = 3600.0, value_name = "S")]
+    pub ttl_s: f64,
+
+    /// Largest read request (and readahead window), e.g. 128K.
+    #[arg(long, default_value = "128K", value_parser = parse_size, value_name = "SIZE")]
+    pub max_read: u64,
+}
+
+impl SlowdiskArgs {
+    /// The mount's options, validated.
+    pub fn options(&self) -> Result<crate::slowdisk::Options, String> {
+        let o = crate::slowdisk::Options {
+            model: self.model.model(),
+            ttl_s: self.ttl_s,
+            max_read: u32::try_from(self.max_read).unwrap_or(u32::MAX),
+        };
+        o.validate()?;
+        Ok(o)
+    }
 }
 
 /// The `--evict` choices.
@@ -315,6 +409,7 @@ fn non_negative_secs(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn parses_sizes() {
@@ -327,6 +422,87 @@ mod tests {
         for bad in ["", "x", "-1", "1T", "K"] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn parses_the_slow_disk_options() {
+        let cli = Cli::try_parse_from([
+            "amplab",
+            "slowdisk",
+            "--source",
+            "/s",
+            "--mount",
+            "/m",
+            "--seek-ms",
+            "8",
+            "--arms",
+            "2",
+            "--mbps",
+            "20",
+            "--max-read",
+            "64K",
+        ])
+        .unwrap();
+        let Command::Slowdisk(a) = cli.command else { panic!("not slowdisk") };
+        let o = a.options().unwrap();
+        assert_eq!((a.source.as_path(), a.mount.as_path()), (Path::new("/s"), Path::new("/m")));
+        assert_eq!(
+            o.model,
+            crate::slowdisk::Model { seek_ms: 8.0, mbps: 20.0, meta_ms: 8.0, arms: 2 }
+        );
+        assert_eq!((o.max_read, o.ttl_s), (64 << 10, 3600.0));
+
+        let d =
+            Cli::try_parse_from(["amplab", "slowdisk", "--source", "/s", "--mount", "/m"]).unwrap();
+        let Command::Slowdisk(a) = d.command else { panic!("not slowdisk") };
+        assert_eq!(
+            a.options().unwrap().model,
+            crate::slowdisk::Model { seek_ms: 5.0, mbps: 40.0, meta_ms: 5.0, arms: 1 }
+        );
+
+        let bad = |args: &[&str]| {
+            let mut v = vec!["amplab", "slowdisk", "--source", "/s", "--mount", "/m"];
+            v.extend_from_slice(args);
+            match Cli::try_parse_from(v) {
+                Ok(Cli { command: Command::Slowdisk(a) }) => a.options().is_err(),
+                _ => true,
+            }
+        };
+        for args in [
+            &["--arms", "0"][..],
+            &["--mbps", "0"],
+            &["--seek-ms", "-1"],
+            &["--max-read", "1000"],
+            &["--meta-ms", "x"],
+        ] {
+            assert!(bad(args), "{args:?}");
+        }
+
+        let e = Cli::try_parse_from([
+            "amplab",
+            "disk-bound",
+            "--disk-emulation",
+            "fuse",
+            "--seek-ms",
+            "10",
+            "--meta-ms",
+            "1",
+        ])
+        .unwrap();
+        let Command::DiskBound(a) = e.command else { panic!("not disk-bound") };
+        assert_eq!(a.disk.disk_emulation, Some(DiskEmulationArg::Fuse));
+        assert_eq!(
+            a.disk.model.model(),
+            crate::slowdisk::Model { seek_ms: 10.0, mbps: 40.0, meta_ms: 1.0, arms: 1 }
+        );
+        assert!(Cli::try_parse_from(["amplab", "trace", "--disk-emulation", "dm-delay"]).is_err());
+    }
+
+    #[test]
+    fn the_slow_disk_subcommand_is_hidden() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_help().to_string();
+        assert!(!help.contains("slowdisk"), "{help}");
     }
 
     #[test]

@@ -1,24 +1,54 @@
-//! The emulated 2004 disk for disk-bound runs.
+//! The emulated 2004 disk for disk-bound runs, in one of three ways (`--disk-emulation`):
 //!
-//! As root with cgroup v1, each server runs in a fresh memory cgroup (`memory.limit_in_bytes`:
-//! its page cache cannot hold a larger data set) and a blkio cgroup
-//! (`blkio.throttle.read_iops_device` on the disk holding the data: a miss costs what it cost
-//! then). Before each server the data set leaves the page cache (global drop_caches, or
-//! posix_fadvise DONTNEED on its files). Not root, or without cgroup v1: no limit and no
-//! throttle; only the eviction happens, and every report says so.
+//! - `fuse` (default as root with /dev/fuse): the data set is mounted once per experiment
+//!   through the slow disk ([`crate::slowdisk`]), a read-only FUSE passthrough that adds a
+//!   disk-like *latency* to every page-cache miss (seek + transfer, FIFO behind one arm), and
+//!   every server serves from the mount point inside a memory cgroup (`memory.limit_in_bytes`:
+//!   its page cache cannot hold a larger data set).
+//! - `blkio`: the memory cgroup plus a blkio cgroup (`blkio.throttle.read_iops_device` on the
+//!   disk holding the data), which caps the *rate* of reads but adds no latency below it.
+//! - `none`: neither; only the eviction happens.
+//!
+//! Before each server the data set leaves the page cache (global drop_caches; or posix_fadvise
+//! DONTNEED on its files, or with the FUSE disk invalidations of its cache). Not root, or
+//! without cgroup v1: no limit; every report says so.
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::datasets::files_under;
 use crate::proc::CgroupProcs;
+use crate::slowdisk::{self, Mounted, Snapshot};
 
 const MEMORY_ROOT: &str = "/sys/fs/cgroup/memory";
 const BLKIO_ROOT: &str = "/sys/fs/cgroup/blkio";
+
+/// How the slow disk is emulated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// The FUSE slow disk (latency per miss) and the memory cgroup.
+    Fuse,
+    /// The blkio read-rate throttle and the memory cgroup.
+    Blkio,
+    /// No emulation.
+    None,
+}
+
+impl Method {
+    fn name(self) -> &'static str {
+        match self {
+            Method::Fuse => "fuse",
+            Method::Blkio => "blkio",
+            Method::None => "none",
+        }
+    }
+}
 
 /// How the data set leaves the page cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -26,7 +56,8 @@ const BLKIO_ROOT: &str = "/sys/fs/cgroup/blkio";
 pub enum Evict {
     /// `sync; echo 3 > /proc/sys/vm/drop_caches` (root; page cache, dentries and inodes).
     DropCaches,
-    /// posix_fadvise(DONTNEED) on each file of the data set (no root needed; file pages only).
+    /// posix_fadvise(DONTNEED) on each file of the data set (no root needed; file pages only);
+    /// with the FUSE disk, FUSE invalidations of its pages, attributes and entries instead.
     Fadvise,
 }
 
@@ -40,22 +71,61 @@ pub enum CgroupState {
     Unavailable(String),
 }
 
-/// The disk-emulation settings of a run, as recorded in setup.json.
-#[derive(Clone, Debug, Serialize)]
-pub struct DiskEmulation {
+/// What a run asks for.
+#[derive(Clone, Copy, Debug)]
+pub struct Wanted {
     pub memory_limit_bytes: u64,
     pub read_iops: u32,
+    /// `--no-cgroups` not given.
+    pub cgroups: bool,
+    pub evict: Option<Evict>,
+    /// `--disk-emulation`, if given.
+    pub method: Option<Method>,
+    /// The FUSE disk's options.
+    pub slowdisk: slowdisk::Options,
+    pub quick: bool,
+}
+
+/// The disk-emulation settings of a run, as recorded in setup.json. With the FUSE disk it
+/// holds the mount; the last clone dropped unmounts it.
+#[derive(Clone, Debug, Serialize)]
+pub struct DiskEmulation {
+    /// The emulation in force.
+    pub method: Method,
+    /// `--disk-emulation` as given (null: the default was taken).
+    pub requested: Option<Method>,
+    /// Why this method: the default's reasoning, or a fallback.
+    pub method_reason: String,
+    pub memory_limit_bytes: u64,
+    /// The blkio throttle, reads/s (method blkio only).
+    pub read_iops: Option<u32>,
     /// `major:minor` of the whole disk holding the data.
     pub device: String,
+    /// The memory cgroup (and with blkio the blkio cgroup).
     pub cgroups: CgroupState,
     pub evict: Evict,
+    /// The FUSE slow disk (method fuse).
+    pub slowdisk: Option<slowdisk::Info>,
+    #[serde(skip)]
+    mount: Option<Arc<MountGuard>>,
+    #[serde(skip)]
+    data_dir: PathBuf,
+}
+
+/// The mount, shared by clones of the plan.
+struct MountGuard(Mounted);
+
+impl std::fmt::Debug for MountGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mounted({})", self.0.mount_point().display())
+    }
 }
 
 /// One server's cgroups; removed when dropped (after the server has exited).
 #[derive(Debug)]
 pub struct Cgroup {
     memory: PathBuf,
-    blkio: PathBuf,
+    blkio: Option<PathBuf>,
     device: String,
 }
 
@@ -65,108 +135,257 @@ pub struct CgroupStats {
     pub memory_max_usage_bytes: u64,
     pub memory_failcnt: u64,
     pub oom_kills: u64,
-    /// Reads dispatched to the throttled device.
+    /// Reads dispatched to the throttled device (blkio only; 0 otherwise).
     pub disk_reads: u64,
     pub disk_read_bytes: u64,
 }
 
+fn memory_cgroup_missing() -> bool {
+    !Path::new(MEMORY_ROOT).join("cgroup.procs").exists()
+}
+
+fn blkio_cgroup_missing() -> bool {
+    !Path::new(BLKIO_ROOT).join("blkio.throttle.read_iops_device").exists()
+}
+
 impl DiskEmulation {
-    /// Settles the plan for data under `data_dir`: cgroups when possible (and wanted).
-    pub fn plan(
-        memory_limit_bytes: u64,
-        read_iops: u32,
-        want_cgroups: bool,
-        evict: Option<Evict>,
-        quick: bool,
-        data_dir: &Path,
-    ) -> DiskEmulation {
+    /// Settles the plan for data under `data_dir` and, for the FUSE disk, mounts `data_dir`
+    /// at `/var/tmp/amplab-slowdisk-<pid>` (after clearing stale mounts of dead amplab runs).
+    /// An explicit `--disk-emulation fuse` that cannot be had is an error; the default falls
+    /// back to blkio (and says why).
+    pub fn plan(w: &Wanted, data_dir: &Path) -> Result<DiskEmulation, String> {
         let root = crate::machine::is_root();
         let device = disk_of(data_dir).unwrap_or_else(|e| format!("unknown ({e})"));
-        let cgroups = if !want_cgroups {
-            CgroupState::DisabledByOption
+        let fuse_missing = slowdisk::unavailable();
+        let (mut method, mut method_reason) = match w.method {
+            Some(m) => (m, format!("--disk-emulation {} was given", m.name())),
+            None if !w.cgroups => (Method::None, "--no-cgroups was given".to_string()),
+            None => match &fuse_missing {
+                None => (
+                    Method::Fuse,
+                    "the default as root with /dev/fuse and the kernel's fuse file system".into(),
+                ),
+                Some(why) if root => {
+                    (Method::Blkio, format!("the default here: no FUSE disk because {why}"))
+                }
+                Some(_) => (Method::None, "the default when not root".into()),
+            },
+        };
+        if method == Method::Fuse
+            && let Some(why) = &fuse_missing
+        {
+            return Err(format!("--disk-emulation fuse: {why}"));
+        }
+        let mut emu = DiskEmulation {
+            method,
+            requested: w.method,
+            method_reason: String::new(),
+            memory_limit_bytes: w.memory_limit_bytes,
+            read_iops: None,
+            device,
+            cgroups: CgroupState::DisabledByOption,
+            evict: Evict::Fadvise,
+            slowdisk: None,
+            mount: None,
+            data_dir: data_dir.to_path_buf(),
+        };
+        if method == Method::Fuse {
+            for stale in slowdisk::mounts::clear_dead_runs() {
+                eprintln!(
+                    "[amplab] unmounted the stale slow disk {} of a dead amplab run",
+                    stale.display()
+                );
+            }
+            let at = slowdisk::mounts::run_mount_point(std::process::id());
+            match Mounted::mount(data_dir, &at, &w.slowdisk) {
+                Ok(m) => {
+                    emu.slowdisk = Some(m.info().clone());
+                    emu.mount = Some(Arc::new(MountGuard(m)));
+                }
+                Err(e) if w.method.is_none() => {
+                    method = if root { Method::Blkio } else { Method::None };
+                    method_reason = format!("the default fell back: the FUSE disk failed ({e})");
+                }
+                Err(e) => return Err(format!("--disk-emulation fuse: {e}")),
+            }
+        }
+        emu.method = method;
+        emu.method_reason = method_reason;
+        emu.read_iops = (method == Method::Blkio).then_some(w.read_iops);
+        emu.cgroups = if !w.cgroups || method == Method::None {
+            if w.cgroups && !root { CgroupState::NotRoot } else { CgroupState::DisabledByOption }
         } else if !root {
             CgroupState::NotRoot
-        } else if !Path::new(MEMORY_ROOT).join("cgroup.procs").exists()
-            || !Path::new(BLKIO_ROOT).join("blkio.throttle.read_iops_device").exists()
-        {
-            CgroupState::Unavailable("cgroup v1 memory and blkio controllers are not mounted at /sys/fs/cgroup/{memory,blkio}".into())
-        } else if device.starts_with("unknown") {
+        } else if memory_cgroup_missing() {
+            CgroupState::Unavailable(
+                "the cgroup v1 memory controller is not mounted at /sys/fs/cgroup/memory".into(),
+            )
+        } else if method == Method::Blkio && blkio_cgroup_missing() {
+            CgroupState::Unavailable(
+                "the cgroup v1 blkio controller is not mounted at /sys/fs/cgroup/blkio".into(),
+            )
+        } else if method == Method::Blkio && emu.device.starts_with("unknown") {
             CgroupState::Unavailable(format!("cannot tell which disk holds {}", data_dir.display()))
         } else {
             CgroupState::Applied
         };
-        let evict = match evict {
+        emu.evict = match w.evict {
             Some(Evict::DropCaches) if !root => Evict::Fadvise,
             Some(e) => e,
-            None if root && !quick => Evict::DropCaches,
+            None if root && !w.quick => Evict::DropCaches,
             None => Evict::Fadvise,
         };
-        DiskEmulation { memory_limit_bytes, read_iops, device, cgroups, evict }
+        Ok(emu)
     }
 
-    /// Whether the cgroups are in force.
+    /// Whether the emulated disk is in force: the FUSE disk or the blkio throttle, with the
+    /// memory cgroup that keeps the data set from staying cached.
     pub fn applied(&self) -> bool {
-        self.cgroups == CgroupState::Applied
+        self.method != Method::None && self.cgroups == CgroupState::Applied
     }
 
-    /// One plain sentence for summaries.
-    pub fn describe(&self) -> String {
-        let mib = self.memory_limit_bytes >> 20;
-        let evict = match self.evict {
-            Evict::DropCaches => "the page cache was dropped (sync; drop_caches = 3)",
-            Evict::Fadvise => {
-                "the data set was evicted from the page cache (posix_fadvise DONTNEED)"
-            }
-        };
-        match &self.cgroups {
-            CgroupState::Applied => format!(
-                "Each server ran in a memory cgroup limited to {mib} MiB and a blkio cgroup throttled to {} reads/s on device {}; before each server {evict}.",
-                self.read_iops, self.device
+    /// The FUSE disk's model, when it is in force.
+    pub fn model(&self) -> Option<slowdisk::Model> {
+        self.slowdisk.as_ref().map(|i| i.options.model)
+    }
+
+    /// A few words for figure subtitles.
+    pub fn short(&self) -> String {
+        match (self.method, self.applied(), self.model()) {
+            (Method::Fuse, applied, Some(m)) => format!(
+                "FUSE slow disk ({} ms + {} MB/s, {} arm{}){}",
+                m.seek_ms,
+                m.mbps,
+                m.arms,
+                if m.arms == 1 { "" } else { "s" },
+                if applied { " + memory cgroup" } else { ", NO memory limit" }
             ),
-            other => {
-                let why = match other {
-                    CgroupState::NotRoot => "amplab was not run as root".to_string(),
-                    CgroupState::DisabledByOption => "--no-cgroups was given".to_string(),
-                    CgroupState::Unavailable(r) => r.clone(),
-                    CgroupState::Applied => String::new(),
-                };
-                format!(
-                    "**No disk emulation**: {why}, so there was no memory limit and no disk throttle \
-                     (the planned {mib} MiB / {} reads/s were not applied). Before each server {evict}, so \
-                     the run starts cold, but after the warm-up this machine's memory holds the whole data \
-                     set: what is measured is a cached server, not a disk-bound one.",
-                    self.read_iops
-                )
-            }
+            (Method::Blkio, true, _) => "memory + blkio cgroups".into(),
+            _ => "NO disk emulation".into(),
         }
     }
 
-    /// Creates the cgroups for one server (named after amplab's pid and `tag`), if applied.
+    /// One plain paragraph for summaries.
+    pub fn describe(&self) -> String {
+        let mib = self.memory_limit_bytes >> 20;
+        let evict = match (self.evict, self.mount.is_some()) {
+            (Evict::DropCaches, false) => "the page cache was dropped (sync; drop_caches = 3)",
+            (Evict::DropCaches, true) => {
+                "the page cache was dropped (sync; drop_caches = 3), the slow disk's cached pages, entries and attributes with it"
+            }
+            (Evict::Fadvise, false) => {
+                "the data set was evicted from the page cache (posix_fadvise DONTNEED)"
+            }
+            (Evict::Fadvise, true) => {
+                "the slow disk's cached pages, entries and attributes were invalidated (FUSE notifications)"
+            }
+        };
+        let why_no_cgroup = || match &self.cgroups {
+            CgroupState::NotRoot => "amplab was not run as root".to_string(),
+            CgroupState::DisabledByOption if self.method == Method::None => {
+                self.method_reason.clone()
+            }
+            CgroupState::DisabledByOption => "--no-cgroups was given".to_string(),
+            CgroupState::Unavailable(r) => r.clone(),
+            CgroupState::Applied => String::new(),
+        };
+        match (self.method, &self.slowdisk) {
+            (Method::Fuse, Some(info)) => {
+                let disk = format!(
+                    "**FUSE slow disk** (`--disk-emulation fuse`: {}). Every server read the data set through the FUSE slow disk mounted at {} (a read-only passthrough of {}): each request that missed the kernel's caches cost {} on the emulated disk; the page cache, entries and attributes ({} s) stayed cached in the kernel as usual, so only misses paid.",
+                    self.method_reason,
+                    info.mount_point.display(),
+                    info.source.display(),
+                    info.options.model.describe(),
+                    info.options.ttl_s
+                );
+                if self.applied() {
+                    format!(
+                        "{disk} Each server ran in a memory cgroup limited to {mib} MiB, so the data set could not stay cached; before each server {evict}."
+                    )
+                } else {
+                    format!(
+                        "{disk} **No memory limit** ({}): nothing kept the data set from staying cached after its first read, so after the warm-up what is measured is mostly a cached server. Before each server {evict}.",
+                        why_no_cgroup()
+                    )
+                }
+            }
+            (Method::Blkio, _) if self.applied() => format!(
+                "**blkio throttle** (`--disk-emulation blkio`: {}). Each server ran in a memory cgroup limited to {mib} MiB and a blkio cgroup throttled to {} reads/s on device {}; before each server {evict}. The throttle caps the rate of reads only: below it a miss costs this machine's fast disk.",
+                self.method_reason,
+                self.read_iops.unwrap_or_default(),
+                self.device
+            ),
+            _ => format!(
+                "**No disk emulation**: {}, so there was no memory limit and no slow disk \
+                 (the planned {mib} MiB limit was not applied). Before each server {evict}, so \
+                 the run starts cold, but after the warm-up this machine's memory holds the whole data \
+                 set: what is measured is a cached server, not a disk-bound one.",
+                why_no_cgroup()
+            ),
+        }
+    }
+
+    /// Creates the cgroups for one server (named after amplab's pid and `tag`), if applied:
+    /// the memory cgroup, and with blkio the throttled blkio cgroup.
     pub fn cgroup(&self, tag: &str) -> io::Result<Option<Cgroup>> {
         if !self.applied() {
             return Ok(None);
         }
         let name = format!("amplab-{}-{tag}", std::process::id());
         let memory = Path::new(MEMORY_ROOT).join(&name);
-        let blkio = Path::new(BLKIO_ROOT).join(&name);
         fs::create_dir_all(&memory)?;
-        fs::create_dir_all(&blkio)?;
+        let blkio = (self.method == Method::Blkio).then(|| Path::new(BLKIO_ROOT).join(&name));
+        if let Some(b) = &blkio {
+            fs::create_dir_all(b)?;
+        }
         let cg = Cgroup { memory, blkio, device: self.device.clone() };
         fs::write(cg.memory.join("memory.limit_in_bytes"), self.memory_limit_bytes.to_string())?;
-        fs::write(
-            cg.blkio.join("blkio.throttle.read_iops_device"),
-            format!("{} {}", self.device, self.read_iops),
-        )?;
+        if let Some(b) = &cg.blkio {
+            fs::write(
+                b.join("blkio.throttle.read_iops_device"),
+                format!("{} {}", self.device, self.read_iops.unwrap_or(u32::MAX)),
+            )?;
+        }
         Ok(Some(cg))
     }
 
-    /// Makes the data set under `root` leave the page cache.
-    pub fn evict(&self, root: &Path) -> io::Result<()> {
-        let _ = Command::new("sync").status();
-        match self.evict {
-            Evict::DropCaches => fs::write("/proc/sys/vm/drop_caches", "3\n"),
-            Evict::Fadvise => {
-                for path in files_under(root) {
+    /// The directory servers serve for the data set at `root` (under the data folder): on the
+    /// FUSE disk's mount when there is one, else `root` itself.
+    pub fn served(&self, root: &Path) -> Result<PathBuf, String> {
+        let Some(m) = &self.mount else { return Ok(root.to_path_buf()) };
+        let source = &m.0.info().source;
+        let rel = root
+            .strip_prefix(&self.data_dir)
+            .or_else(|_| root.strip_prefix(source))
+            .map_err(|_| {
+                format!(
+                    "{} is not under the data folder {} that the slow disk serves",
+                    root.display(),
+                    self.data_dir.display()
+                )
+            })?;
+        Ok(m.0.mount_point().join(rel))
+    }
+
+    /// The FUSE disk's counters so far (method fuse).
+    pub fn slowdisk_stats(&self) -> Option<Snapshot> {
+        self.mount.as_ref().map(|m| m.0.stats())
+    }
+
+    /// Makes the data set served at `served` leave the page cache.
+    pub fn evict(&self, served: &Path) -> io::Result<()> {
+        match (self.evict, &self.mount) {
+            (Evict::DropCaches, _) => {
+                let _ = Command::new("sync").status();
+                fs::write("/proc/sys/vm/drop_caches", "3\n")
+            }
+            (Evict::Fadvise, Some(m)) => {
+                m.0.invalidate();
+                Ok(())
+            }
+            (Evict::Fadvise, None) => {
+                for path in files_under(served) {
                     let file = fs::File::open(&path)?;
                     rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)?;
                 }
@@ -181,7 +400,7 @@ impl Cgroup {
     pub fn procs(&self) -> CgroupProcs {
         CgroupProcs {
             memory: self.memory.join("cgroup.procs"),
-            blkio: self.blkio.join("cgroup.procs"),
+            blkio: self.blkio.as_ref().map(|b| b.join("cgroup.procs")),
         }
     }
 
@@ -195,23 +414,21 @@ impl Cgroup {
             .and_then(|t| t.lines().find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok()))
             .unwrap_or(0);
         let io_line = |file: &str| {
-            fs::read_to_string(self.blkio.join(file))
-                .ok()
-                .and_then(|t| {
-                    t.lines().find_map(|l| {
-                        let mut it = l.split_whitespace();
-                        (it.next() == Some(self.device.as_str()) && it.next() == Some("Read"))
-                            .then(|| it.next()?.parse().ok())?
-                    })
+            let blkio = self.blkio.as_ref()?;
+            fs::read_to_string(blkio.join(file)).ok().and_then(|t| {
+                t.lines().find_map(|l| {
+                    let mut it = l.split_whitespace();
+                    (it.next() == Some(self.device.as_str()) && it.next() == Some("Read"))
+                        .then(|| it.next()?.parse().ok())?
                 })
-                .unwrap_or(0)
+            })
         };
         CgroupStats {
             memory_max_usage_bytes: num(self.memory.join("memory.max_usage_in_bytes")),
             memory_failcnt: num(self.memory.join("memory.failcnt")),
             oom_kills,
-            disk_reads: io_line("blkio.throttle.io_serviced"),
-            disk_read_bytes: io_line("blkio.throttle.io_service_bytes"),
+            disk_reads: io_line("blkio.throttle.io_serviced").unwrap_or(0),
+            disk_read_bytes: io_line("blkio.throttle.io_service_bytes").unwrap_or(0),
         }
     }
 }
@@ -220,7 +437,9 @@ impl Drop for Cgroup {
     fn drop(&mut self) {
         // Empty by now (the server was stopped first); rmdir fails harmlessly otherwise.
         let _ = fs::remove_dir(&self.memory);
-        let _ = fs::remove_dir(&self.blkio);
+        if let Some(b) = &self.blkio {
+            let _ = fs::remove_dir(b);
+        }
     }
 }
 
@@ -256,26 +475,93 @@ pub fn disk_of(path: &Path) -> io::Result<String> {
 mod tests {
     use super::*;
 
+    fn wanted(method: Option<Method>, cgroups: bool) -> Wanted {
+        Wanted {
+            memory_limit_bytes: 1 << 20,
+            read_iops: 1,
+            cgroups,
+            evict: Some(Evict::Fadvise),
+            method,
+            slowdisk: slowdisk::Options::new(slowdisk::Model {
+                seek_ms: 5.0,
+                mbps: 40.0,
+                meta_ms: 5.0,
+                arms: 1,
+            }),
+            quick: true,
+        }
+    }
+
+    fn plain(method: Method, cgroups: CgroupState) -> DiskEmulation {
+        DiskEmulation {
+            method,
+            requested: None,
+            method_reason: "the default when not root".into(),
+            memory_limit_bytes: 128 << 20,
+            read_iops: (method == Method::Blkio).then_some(300),
+            device: "254:0".into(),
+            cgroups,
+            evict: Evict::Fadvise,
+            slowdisk: None,
+            mount: None,
+            data_dir: "/data".into(),
+        }
+    }
+
     #[test]
     fn describes_a_run_without_cgroups_plainly() {
-        let d = DiskEmulation {
-            memory_limit_bytes: 128 << 20,
-            read_iops: 300,
-            device: "254:0".into(),
-            cgroups: CgroupState::NotRoot,
-            evict: Evict::Fadvise,
-        };
+        let d = plain(Method::None, CgroupState::NotRoot);
         let text = d.describe();
         assert!(text.contains("No disk emulation") && text.contains("not run as root"), "{text}");
         assert!(!d.applied());
+        assert_eq!(d.short(), "NO disk emulation");
+        assert_eq!(d.served(Path::new("/data/set")).unwrap(), PathBuf::from("/data/set"));
+    }
+
+    #[test]
+    fn describes_the_blkio_throttle_and_what_it_does_not_do() {
+        let d = plain(Method::Blkio, CgroupState::Applied);
+        let text = d.describe();
+        assert!(text.contains("**blkio throttle**") && text.contains("300 reads/s"), "{text}");
+        assert!(text.contains("rate of reads only"), "{text}");
+        assert!(d.applied());
+        assert_eq!(d.short(), "memory + blkio cgroups");
+        let off = plain(Method::Blkio, CgroupState::DisabledByOption);
+        assert!(off.describe().contains("--no-cgroups was given"));
     }
 
     #[test]
     fn fadvise_eviction_needs_no_root() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("f"), vec![1u8; 100_000]).unwrap();
-        let d = DiskEmulation::plan(1 << 20, 1, false, Some(Evict::Fadvise), true, dir.path());
+        let d = DiskEmulation::plan(&wanted(None, false), dir.path()).unwrap();
         assert_eq!(d.cgroups, CgroupState::DisabledByOption);
+        assert_eq!(d.method, Method::None);
+        assert!(d.describe().contains("--no-cgroups was given"));
         d.evict(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn explicit_none_is_no_emulation() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = DiskEmulation::plan(&wanted(Some(Method::None), true), dir.path()).unwrap();
+        assert_eq!(d.method, Method::None);
+        assert!(!d.applied());
+        let text = d.describe();
+        assert!(
+            text.contains("No disk emulation") && text.contains("--disk-emulation none"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn explicit_fuse_without_fuse_is_an_error() {
+        if slowdisk::unavailable().is_none() {
+            eprintln!("skipped: FUSE is available here (the mount is tested in tests/slowdisk.rs)");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let e = DiskEmulation::plan(&wanted(Some(Method::Fuse), true), dir.path()).unwrap_err();
+        assert!(e.starts_with("--disk-emulation fuse:"), "{e}");
     }
 }

@@ -17,6 +17,7 @@ mod progress;
 mod report;
 mod rng;
 mod servers;
+mod slowdisk;
 mod stats;
 mod svg;
 mod tools;
@@ -37,6 +38,9 @@ fn main() {
         Command::PoolVsNopool(a) => experiments::pool::run(a).map(|p| vec![p]),
         Command::All(a) => experiments::all::run(a),
         Command::InstallPeers(a) => install::run(a.dry_run).map(|()| Vec::new()),
+        Command::Slowdisk(a) => {
+            a.options().and_then(|o| slowdisk::serve(&a.source, &a.mount, &o)).map(|()| Vec::new())
+        }
     };
     match result {
         Ok(folders) => {

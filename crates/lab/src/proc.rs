@@ -37,11 +37,12 @@ pub fn become_subreaper() {
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
 }
 
-/// cgroup.procs files a server is moved into before it executes.
+/// cgroup.procs files a server is moved into before it executes (memory, and blkio when the
+/// disk is emulated with the blkio throttle).
 #[derive(Clone, Debug)]
 pub struct CgroupProcs {
     pub memory: std::path::PathBuf,
-    pub blkio: std::path::PathBuf,
+    pub blkio: Option<std::path::PathBuf>,
 }
 
 /// A running server process group; stopped (and waited on) when dropped.
@@ -58,12 +59,17 @@ impl ServerProcess {
     pub fn spawn(argv: &[String], cgroup: Option<&CgroupProcs>, stderr: File) -> io::Result<Self> {
         let full: Vec<String> = match cgroup {
             Some(cg) => {
-                let script =
-                    r#"m=$1; b=$2; shift 2; echo $$ > "$m" && echo $$ > "$b" && exec "$@""#;
+                // $1 = how many cgroup.procs files follow; the shell writes its pid into each.
+                let script = r#"n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@""#;
+                let files: Vec<String> = std::iter::once(&cg.memory)
+                    .chain(cg.blkio.as_ref())
+                    .map(|p| p.display().to_string())
+                    .collect();
                 ["sh", "-c", script, "amplab-cgroup"]
                     .iter()
                     .map(|s| s.to_string())
-                    .chain([cg.memory.display().to_string(), cg.blkio.display().to_string()])
+                    .chain([files.len().to_string()])
+                    .chain(files)
                     .chain(argv.iter().cloned())
                     .collect()
             }

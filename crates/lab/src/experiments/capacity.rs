@@ -32,7 +32,7 @@ pub struct Row {
 pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
     let q = a.common.quick;
     let mut lab = Lab::open("capacity", &a.common, DEFAULT_SERVERS)?;
-    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 });
+    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 })?;
     let scales =
         a.scales.clone().unwrap_or_else(|| if q { vec![0.5, 1.5] } else { vec![0.5, 1.5, 3.3] });
     if scales.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
@@ -119,7 +119,7 @@ pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
             num(m.latency.p95),
             num(m.latency.mean),
             r.cell.measured_disk_reads.map_or(String::new(), |n| n.to_string()),
-            r.cell.cgroup.as_ref().map_or(String::new(), |c| c.disk_reads.to_string()),
+            r.cell.disk_reads_with_warmup().map_or(String::new(), |n| n.to_string()),
             r.cell.error.clone().unwrap_or_default(),
         ]);
     }
@@ -145,7 +145,7 @@ pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
     let limit_mib = emu.memory_limit_bytes >> 20;
     let figure = lab.run.write_chart("capacity", &Chart {
         title: "Capacity at infinite demand vs data-set size (DeBox Table 8, scaled)".into(),
-        subtitle: format!("SPECweb99-like sets at {} × a {limit_mib} MiB memory limit; {connections} closed-loop clients × {} requests/connection; {}", scales.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" / "), a.requests_per_conn, if emu.applied() { "memory + blkio cgroups" } else { "NO disk emulation" }),
+        subtitle: format!("SPECweb99-like sets at {} × a {limit_mib} MiB memory limit; {connections} closed-loop clients × {} requests/connection; {}", scales.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" / "), a.requests_per_conn, emu.short()),
         x_label: "data-set size (MiB)".into(),
         y_label: "throughput, response bodies (Mb/s)".into(),
         x_scale: Scale::Linear,

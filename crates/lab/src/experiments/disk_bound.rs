@@ -13,7 +13,7 @@ use super::diskrun::{self, DiskCell, Load};
 use super::{Lab, failures_section};
 use crate::cli::DiskBoundArgs;
 use crate::datasets::specweb;
-use crate::diskemu::DiskEmulation;
+use crate::diskemu::{DiskEmulation, Method};
 use crate::load::Measurement;
 use crate::progress::Progress;
 use crate::report::csv::{Csv, num};
@@ -63,7 +63,7 @@ pub struct Row {
 pub fn run(a: &DiskBoundArgs) -> Result<std::path::PathBuf, String> {
     let q = a.common.quick;
     let mut lab = Lab::open("disk-bound", &a.common, DEFAULT_SERVERS)?;
-    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 });
+    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 })?;
     let dataset = a.dataset.unwrap_or(if q { 96 << 20 } else { 2 << 30 });
     let mut p = Params {
         dataset_bytes: dataset,
@@ -153,7 +153,7 @@ pub fn run(a: &DiskBoundArgs) -> Result<std::path::PathBuf, String> {
         }
     }
     let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
-    let figures = write_outputs(&mut lab, &p, &rows, &labels, &emu.describe())?;
+    let figures = write_outputs(&mut lab, &p, &rows, &labels, &emu.short())?;
     let summary = summary(&lab, &p, &rows, &labels, &figures, &emu, specweb::mean_bytes(&measured));
     let notes = if emu.applied() { Vec::new() } else { vec![emu.describe()] };
     lab.finish(json!(p), Some(json!(emu)), notes, &summary)
@@ -227,6 +227,7 @@ fn write_outputs(
         "max_ms",
         "disk_reads",
         "disk_reads_with_warmup",
+        "disk_busy",
         "memory_max_mib",
         "error",
     ]);
@@ -251,7 +252,8 @@ fn write_outputs(
             num(l.mean),
             num(l.max),
             r.cell.measured_disk_reads.map_or(String::new(), |n| n.to_string()),
-            if r.cell.cgroup.is_some() { cg.disk_reads.to_string() } else { String::new() },
+            r.cell.disk_reads_with_warmup().map_or(String::new(), |n| n.to_string()),
+            r.cell.measured_disk_busy.map_or(String::new(), num),
             if r.cell.cgroup.is_some() {
                 num(cg.memory_max_usage_bytes as f64 / 1048576.0)
             } else {
@@ -269,7 +271,7 @@ fn write_outputs(
         rate,
         p.connections,
         p.requests_per_conn,
-        short_disk(disk)
+        disk
     );
     let cdf: Vec<Series> = labels
         .iter()
@@ -336,12 +338,14 @@ fn write_outputs(
     Ok(figures)
 }
 
-fn short_disk(describe: &str) -> String {
-    if describe.contains("No disk emulation") {
-        "NO disk emulation (not root or no cgroups)".into()
-    } else {
-        "memory + blkio cgroups".into()
-    }
+/// Fraction of the slow disk's arm time busy while measured (median over rounds).
+fn measured_busy(rows: &[Row], server: &str) -> f64 {
+    let v: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.phase == "fixed-rate" && r.cell.server == server)
+        .filter_map(|r| r.cell.measured_disk_busy)
+        .collect();
+    median(&v)
 }
 
 fn summary(
@@ -354,7 +358,8 @@ fn summary(
     mean_bytes: f64,
 ) -> String {
     let disk = &emu.describe();
-    let read_iops = emu.applied().then_some(emu.read_iops);
+    let read_iops = emu.read_iops.filter(|_| emu.applied());
+    let fuse = emu.method == Method::Fuse;
     let workload = format!(
         "SPECweb99-like file set of {} directories (~{} MiB), Zipf (α = 1) trace, mean response {:.1} KB; ampload open loop at {} req/s fixed over {} persistent connections, {} requests per connection, latency from each request's intended send time; {} s warm-up (another draw of the trace), {} s measured, {} round(s)",
         p.dirs,
@@ -376,7 +381,7 @@ fn summary(
     let rows_md: Vec<Vec<String>> = labels
         .iter()
         .map(|l| {
-            vec![
+            let mut row = vec![
                 l.clone(),
                 fmt(med(rows, l, |m| m.latency.p5), 2),
                 fmt(med(rows, l, |m| m.latency.p50), 2),
@@ -387,24 +392,32 @@ fn summary(
                 fmt(capacity(rows, l), 0),
                 fmt(med(rows, l, |m| m.errors as f64), 0),
                 fmt(measured_reads_per_s(rows, l, p.duration_s), 0),
-            ]
+            ];
+            if fuse {
+                row.push(fmt(measured_busy(rows, l) * 100.0, 0));
+            }
+            row
         })
         .collect();
-    s.push_str(&table(
-        &[
-            "server",
-            "5% ms",
-            "median ms",
-            "95% ms",
-            "mean ms",
-            "99% ms",
-            "req/s",
-            "capacity req/s",
-            "errors",
-            "disk reads/s",
-        ],
-        &rows_md,
-    ));
+    let mut header = vec![
+        "server",
+        "5% ms",
+        "median ms",
+        "95% ms",
+        "mean ms",
+        "99% ms",
+        "req/s",
+        "capacity req/s",
+        "errors",
+        "disk reads/s",
+    ];
+    if fuse {
+        header.push("disk busy %");
+    }
+    s.push_str(&table(&header, &rows_md));
+    if fuse {
+        s.push_str("\nDisk reads/s are the READ requests that reached the FUSE slow disk while measured (page-cache misses, up to 128 KiB each); disk busy % is the share of its arm time spent serving them and lookups (near 100 % the emulated disk is saturated and queueing dominates).\n");
+    }
     if let Some(iops) = read_iops {
         let busiest =
             labels.iter().map(|l| measured_reads_per_s(rows, l, p.duration_s)).fold(0.0, f64::max);
@@ -418,7 +431,7 @@ fn summary(
     s.push_str("Figures: ");
     s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
     s.push_str(" (the CDF passes through the percentiles ampload reports: min, 5, 50, 90, 95, 99, 99.9 %, max).\n\n## Compared with the paper\n\n");
-    s.push_str(&comparison(rows, labels, disk));
+    s.push_str(&comparison(rows, labels, emu));
     let failures: Vec<String> = rows
         .iter()
         .filter_map(|r| {
@@ -429,10 +442,10 @@ fn summary(
     s
 }
 
-fn comparison(rows: &[Row], labels: &[String], disk: &str) -> String {
+fn comparison(rows: &[Row], labels: &[String], emu: &DiskEmulation) -> String {
     let has = |l: &str| labels.iter().any(|x| x == l);
     let mut out = String::new();
-    if disk.contains("No disk emulation") {
+    if !emu.applied() {
         out.push_str("Without the emulated disk nothing here is disk-bound, so the paper's comparison does not apply to these numbers; they show each server's latency at this rate on a cached data set.\n\n");
     }
     if has("amped") && has("sped") {
@@ -464,12 +477,13 @@ fn comparison(rows: &[Row], labels: &[String], disk: &str) -> String {
             ratio(med(rows, "nginx", |m| m.latency.p95), med(rows, "nginx-aio", |m| m.latency.p95));
         out.push_str(&format!("- nginx without / with `aio threads`: 95% ratio {} (thread-pool reads are nginx's answer to the same blocking problem AMPED's helpers solve).\n", fmt(r, 1)));
     }
-    out.push_str(
+    out.push_str(&format!(
         "\nWhy modern Linux differs: sendfile on Linux still blocks on a page-cache miss, and so does read(); \
          an event loop without helpers (sped, nginx, lighttpd, h2o) stalls every connection while one miss is \
-         served, exactly the 2004 problem. What changed is the cost of a miss (emulated here with the blkio \
-         throttle) and the kernel's readahead and page-cache policy inside the memory cgroup.\n",
-    );
+         served, exactly the 2004 problem. What changed is the cost of a miss (emulated here: {}) and the \
+         kernel's readahead and page-cache policy inside the memory cgroup.\n",
+        emu.short()
+    ));
     out
 }
 

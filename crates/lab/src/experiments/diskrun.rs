@@ -1,6 +1,7 @@
 //! One server on a file set under the emulated disk: evict the data set, create the server's
-//! cgroups, start it inside them, warm it up, measure, read the cgroups' counters, stop it.
-//! Shared by E2 (trace), E4 (disk-bound) and E5 (capacity).
+//! cgroups, start it inside them (serving the FUSE slow disk's mount when that is the
+//! emulation), warm it up, measure, read the disk's counters, stop it. Shared by E2 (trace),
+//! E4 (disk-bound) and E5 (capacity).
 
 use std::path::{Path, PathBuf};
 
@@ -8,8 +9,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Lab;
-use crate::cli::DiskArgs;
-use crate::diskemu::{CgroupStats, DiskEmulation};
+use crate::cli::{DiskArgs, DiskEmulationArg};
+use crate::diskemu::{CgroupStats, DiskEmulation, Method, Wanted};
 use crate::load::Measurement;
 use crate::load::ampload::Ampload;
 use crate::servers::ServerSpec;
@@ -22,9 +23,26 @@ pub struct DiskCell {
     pub error: Option<String>,
     /// The cgroups' counters at the end (warm-up and measurement together).
     pub cgroup: Option<CgroupStats>,
-    /// Reads the server issued to the throttled disk during the measured phase only.
+    /// Reads the server issued to the emulated disk (blkio: the throttled device; fuse: READ
+    /// requests reaching the slow disk) during the measured phase only.
     pub measured_disk_reads: Option<u64>,
+    /// fuse: the fraction of the slow disk's arm time spent serving requests during the
+    /// measured phase, from its start to its last answer (1 = saturated).
+    pub measured_disk_busy: Option<f64>,
+    /// fuse: the slow disk's counters over the whole server run (warm-up and measurement).
+    pub slowdisk: Option<crate::slowdisk::Snapshot>,
     pub raw: Value,
+}
+
+impl DiskCell {
+    /// Disk reads over the warm-up and the measured phase, when the emulated disk counts them.
+    pub fn disk_reads_with_warmup(&self) -> Option<u64> {
+        match (&self.slowdisk, &self.cgroup) {
+            (Some(s), _) => Some(s.reads),
+            (None, Some(c)) => Some(c.disk_reads),
+            (None, None) => None,
+        }
+    }
 }
 
 /// The load of one server run: a warm-up trace and a measured trace (different draws, so the
@@ -42,19 +60,34 @@ pub struct Load {
 }
 
 /// The disk emulation for a run, from the shared options (`memory_default_mib` is the
-/// experiment's default limit).
-pub fn plan_disk(lab: &Lab, d: &DiskArgs, memory_default_mib: u64) -> DiskEmulation {
+/// experiment's default limit). With the FUSE disk this mounts the data folder; the mount
+/// lives as long as the returned plan (and its clones).
+pub fn plan_disk(
+    lab: &Lab,
+    d: &DiskArgs,
+    memory_default_mib: u64,
+) -> Result<DiskEmulation, String> {
     let mib = d.memory_mb.unwrap_or(memory_default_mib);
+    let slowdisk = crate::slowdisk::Options::new(d.model.model());
+    slowdisk.validate()?;
     let emu = DiskEmulation::plan(
-        mib << 20,
-        d.read_iops,
-        !d.no_cgroups,
-        d.evict.map(evict_of),
-        lab.quick,
+        &Wanted {
+            memory_limit_bytes: mib << 20,
+            read_iops: d.read_iops,
+            cgroups: !d.no_cgroups,
+            evict: d.evict.map(evict_of),
+            method: d.disk_emulation.map(|m| match m {
+                DiskEmulationArg::Fuse => Method::Fuse,
+                DiskEmulationArg::Blkio => Method::Blkio,
+                DiskEmulationArg::None => Method::None,
+            }),
+            slowdisk,
+            quick: lab.quick,
+        },
         &lab.data_dir,
-    );
+    )?;
     eprintln!("[amplab {}] {}", lab.experiment, emu.describe().replace("**", ""));
-    emu
+    Ok(emu)
 }
 
 fn evict_of(e: crate::cli::EvictArg) -> crate::diskemu::Evict {
@@ -80,8 +113,18 @@ pub fn run_one(
         error: None,
         cgroup: None,
         measured_disk_reads: None,
+        measured_disk_busy: None,
+        slowdisk: None,
         raw: Value::Null,
     };
+    let root = match emu.served(root) {
+        Ok(r) => r,
+        Err(e) => {
+            cell.error = Some(e);
+            return cell;
+        }
+    };
+    let root = root.as_path();
     if let Err(e) = emu.evict(root) {
         cell.error = Some(format!("cannot evict the data set: {e}"));
         return cell;
@@ -100,6 +143,8 @@ pub fn run_one(
             return cell;
         }
     };
+    // After the start and the probe: the slow disk's counters of this server's load alone.
+    let fuse_start = emu.slowdisk_stats();
     let make = |urls: &Path, secs: f64| Ampload {
         url: server.url("/"),
         connections: load.connections,
@@ -117,7 +162,13 @@ pub fn run_one(
         eprintln!("[amplab {}]   warm-up of {}: {e}", lab.experiment, spec.label);
     }
     let before = cgroup.as_ref().map(|c| c.stats().disk_reads);
-    match make(&load.measure_urls, load.duration_s).run(&lab.bins.ampload, lab.client_cpus()) {
+    let fuse_before = emu.slowdisk_stats();
+    let measured_from = std::time::Instant::now();
+    let result =
+        make(&load.measure_urls, load.duration_s).run(&lab.bins.ampload, lab.client_cpus());
+    // The measured phase lasts until its last answer (longer than --duration when late).
+    let measured_s = measured_from.elapsed().as_secs_f64().max(load.duration_s);
+    match result {
         Ok((m, raw)) => {
             if m.errors > 0 {
                 cell.error = Some(format!(
@@ -133,8 +184,20 @@ pub fn run_one(
         Err(e) => cell.error = Some(e.to_string()),
     }
     cell.cgroup = cgroup.as_ref().map(|c| c.stats());
-    cell.measured_disk_reads =
-        cell.cgroup.as_ref().zip(before).map(|(c, b)| c.disk_reads.saturating_sub(b));
+    match (emu.slowdisk_stats(), fuse_before, fuse_start) {
+        (Some(now), Some(before), Some(start)) => {
+            let measured = now.since(&before);
+            cell.measured_disk_reads = Some(measured.reads);
+            let arms = emu.model().map_or(1, |m| m.arms);
+            cell.measured_disk_busy =
+                Some(measured.busy_ns as f64 / (measured_s * 1e9 * f64::from(arms)));
+            cell.slowdisk = Some(now.since(&start));
+        }
+        _ => {
+            cell.measured_disk_reads =
+                cell.cgroup.as_ref().zip(before).map(|(c, b)| c.disk_reads.saturating_sub(b));
+        }
+    }
     if !server.alive() {
         let oom = cell.cgroup.as_ref().is_some_and(|c| c.oom_kills > 0);
         cell.error = Some(format!(

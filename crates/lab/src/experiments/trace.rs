@@ -52,7 +52,7 @@ pub struct Row {
 pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
     let q = a.common.quick;
     let mut lab = Lab::open("trace", &a.common, DEFAULT_SERVERS)?;
-    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 });
+    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 })?;
     let trace_len = if q { 20_000 } else { 400_000 };
     let mut notes = Vec::new();
     let workloads = match &a.clf {
@@ -197,7 +197,7 @@ pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
             num(m.latency.p95),
             num(m.latency.mean),
             r.cell.measured_disk_reads.map_or(String::new(), |n| n.to_string()),
-            r.cell.cgroup.as_ref().map_or(String::new(), |c| c.disk_reads.to_string()),
+            r.cell.disk_reads_with_warmup().map_or(String::new(), |n| n.to_string()),
             r.cell.error.clone().unwrap_or_default(),
         ]);
     }
@@ -216,7 +216,7 @@ pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
         labels.iter().map(|l| (l.clone(), names.iter().map(|w| mbps(w, l)).collect())).collect();
     let figure = lab.run.write_chart("throughput", &Chart {
         title: format!("Trace replay: throughput per server ({})", names.join(", ")),
-        subtitle: format!("{connections} closed-loop clients × {} requests/connection, {duration} s measured after {warmup} s warm-up; {}", a.requests_per_conn, if emu.applied() { "memory + blkio cgroups" } else { "NO disk emulation" }),
+        subtitle: format!("{connections} closed-loop clients × {} requests/connection, {duration} s measured after {warmup} s warm-up; {}", a.requests_per_conn, emu.short()),
         x_label: "workload".into(),
         y_label: "throughput, response bodies (Mb/s)".into(),
         x_scale: Scale::Linear,
