@@ -125,3 +125,37 @@ fn bad_arguments_get_one_clear_line_and_a_nonzero_exit() {
         assert!(run.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// A server that dies mid-run: ampload keeps the run bounded and retries connecting about ten
+/// times a second, not in a tight loop (which counted ~90,000 refused connects in 2 s).
+#[test]
+fn a_server_dying_mid_run_is_retried_with_back_off() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let until = std::time::Instant::now() + Duration::from_millis(500);
+        listener.set_nonblocking(true).unwrap();
+        while std::time::Instant::now() < until {
+            match listener.accept() {
+                Ok((mut s, _)) => {
+                    s.set_nonblocking(false).unwrap();
+                    let mut buf = [0u8; 1024];
+                    let _ = s.read(&mut buf);
+                    let _ = s.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                    );
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+        // The listener is dropped here: the port now refuses connections.
+    });
+    let run = ampload(&["--close", "-c", "4", "-d", "2s", "--json", &url]);
+    let r = run.json();
+    assert!(n(&r["ok"]) >= 1, "served before dying: {r}");
+    let refused = n(&r["errors"]["connect"]);
+    assert!(refused >= 1, "{r}");
+    assert!(refused < 200, "{refused} connect errors in 2 s: no back-off");
+    assert!(run.elapsed < Duration::from_secs(5), "took {:?}", run.elapsed);
+}

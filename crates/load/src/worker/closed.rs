@@ -17,6 +17,9 @@ use crate::workload::{CLOSE_END, KEEP_ALIVE_END};
 impl Worker<'_> {
     /// Opens connections until the thread's share is busy or the budget is spent.
     pub(super) fn top_up(&mut self, now: Instant) {
+        if self.connect_backoff.is_some_and(|t| now < t) {
+            return;
+        }
         while !self.stopping && self.active < self.limit {
             let quota = match self.config.per_conn {
                 Some(k) => match self.budget.take(u64::from(k)) {

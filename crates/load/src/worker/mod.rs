@@ -37,6 +37,9 @@ use open::OpenLoop;
 
 /// How often timeouts are checked and progress is published.
 const SCAN_EVERY: Duration = Duration::from_millis(100);
+/// After a failed connect to a server that did answer before, no new connection is opened for
+/// this long: a server that died mid-run is retried ten times a second, not in a tight loop.
+const CONNECT_BACKOFF: Duration = Duration::from_millis(100);
 /// Events taken per `epoll_wait`.
 const EVENTS: usize = 1024;
 /// Bytes per `read`; responses are never kept, so one buffer serves every connection.
@@ -92,6 +95,8 @@ pub struct Worker<'a> {
     outstanding: usize,
     /// Some connect has succeeded on this thread (else a connect failure ends the run).
     connected_once: bool,
+    /// No new connection before this instant (set by a failed connect, see [`CONNECT_BACKOFF`]).
+    connect_backoff: Option<Instant>,
     /// No more requests are issued (deadline, interrupt, unreachable server).
     stopping: bool,
     /// Closed loop: when issuing stops (`--duration` after time zero).
@@ -132,6 +137,7 @@ impl<'a> Worker<'a> {
             active: 0,
             outstanding: 0,
             connected_once: false,
+            connect_backoff: None,
             stopping: false,
             deadline: None,
             hard_stop: None,
@@ -383,7 +389,16 @@ impl<'a> Worker<'a> {
         if let (None, Quota::Limited(unused)) = (&self.open, conn.quota) {
             self.budget.give_back(u64::from(unused));
         }
-        if kind == ErrorKind::Connect && !self.connected_once {
+        if kind == ErrorKind::Connect {
+            self.connect_failed_after_record();
+        }
+    }
+
+    /// What follows any failed connect: give up if the server never answered, else back off.
+    fn connect_failed_after_record(&mut self) {
+        if self.connected_once {
+            self.connect_backoff = Some(Instant::now() + CONNECT_BACKOFF);
+        } else {
             self.give_up_unreachable();
         }
     }
@@ -419,9 +434,7 @@ impl<'a> Worker<'a> {
     /// Counts `requests` (at least one) lost to a connection that could not even be started.
     fn connect_failed(&mut self, detail: String, requests: u64) {
         self.stats.record_error(ErrorKind::Connect, requests.max(1), || detail);
-        if !self.connected_once {
-            self.give_up_unreachable();
-        }
+        self.connect_failed_after_record();
     }
 
     /// Ends connects, requests and closes that have taken longer than `--timeout`.
