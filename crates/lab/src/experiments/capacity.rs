@@ -11,7 +11,7 @@ use super::{Lab, failures_section};
 use crate::cli::CapacityArgs;
 use crate::datasets::specweb;
 use crate::progress::Progress;
-use crate::report::csv::{Csv, num};
+use crate::report::csv::Csv;
 use crate::report::markdown::table;
 use crate::stats::{fmt, ratio};
 use crate::svg::{Chart, Plot, Scale, Series};
@@ -90,38 +90,13 @@ pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
     }
     let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
     let io = |e: std::io::Error| e.to_string();
-    let mut csv = Csv::new(&[
-        "dataset_bytes",
-        "scale",
-        "server",
-        "requests",
-        "errors",
-        "rps",
-        "body_mbps",
-        "p50_ms",
-        "p95_ms",
-        "mean_ms",
-        "disk_reads",
-        "disk_reads_with_warmup",
-        "error",
-    ]);
+    let header: Vec<&str> =
+        ["dataset_bytes", "scale"].into_iter().chain(diskrun::CELL_COLUMNS).collect();
+    let mut csv = Csv::new(&header);
     for r in &rows {
-        let m = r.cell.measurement.clone().unwrap_or_default();
-        csv.row(vec![
-            r.dataset_bytes.to_string(),
-            r.scale.to_string(),
-            r.cell.server.clone(),
-            m.requests.to_string(),
-            m.errors.to_string(),
-            num(m.rps),
-            num(m.body_mbps),
-            num(m.latency.p50),
-            num(m.latency.p95),
-            num(m.latency.mean),
-            r.cell.measured_disk_reads.map_or(String::new(), |n| n.to_string()),
-            r.cell.disk_reads_with_warmup().map_or(String::new(), |n| n.to_string()),
-            r.cell.error.clone().unwrap_or_default(),
-        ]);
+        let mut fields = vec![r.dataset_bytes.to_string(), r.scale.to_string()];
+        fields.extend(r.cell.csv_fields());
+        csv.row(fields);
     }
     lab.run.write("results.csv", &csv.render()).map_err(io)?;
     lab.run.write_json("results.json", &rows).map_err(io)?;

@@ -13,6 +13,7 @@ use crate::cli::{DiskArgs, DiskEmulationArg};
 use crate::diskemu::{CgroupStats, DiskEmulation, Method, Wanted};
 use crate::load::Measurement;
 use crate::load::ampload::Ampload;
+use crate::report::csv::num;
 use crate::servers::ServerSpec;
 
 /// What one server run produced.
@@ -34,7 +35,40 @@ pub struct DiskCell {
     pub raw: Value,
 }
 
+/// The CSV columns every disk-bound experiment writes for a cell, after its own key columns.
+pub const CELL_COLUMNS: [&str; 11] = [
+    "server",
+    "requests",
+    "errors",
+    "rps",
+    "body_mbps",
+    "p50_ms",
+    "p95_ms",
+    "mean_ms",
+    "disk_reads",
+    "disk_reads_with_warmup",
+    "error",
+];
+
 impl DiskCell {
+    /// The cell's values for [`CELL_COLUMNS`], in that order.
+    pub fn csv_fields(&self) -> Vec<String> {
+        let m = self.measurement.clone().unwrap_or_default();
+        vec![
+            self.server.clone(),
+            m.requests.to_string(),
+            m.errors.to_string(),
+            num(m.rps),
+            num(m.body_mbps),
+            num(m.latency.p50),
+            num(m.latency.p95),
+            num(m.latency.mean),
+            self.measured_disk_reads.map_or(String::new(), |n| n.to_string()),
+            self.disk_reads_with_warmup().map_or(String::new(), |n| n.to_string()),
+            self.error.clone().unwrap_or_default(),
+        ]
+    }
+
     /// Disk reads over the warm-up and the measured phase, when the emulated disk counts them.
     pub fn disk_reads_with_warmup(&self) -> Option<u64> {
         match (&self.slowdisk, &self.cgroup) {

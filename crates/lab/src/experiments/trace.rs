@@ -11,7 +11,7 @@ use super::{Lab, failures_section};
 use crate::cli::TraceArgs;
 use crate::datasets::{replay, specweb};
 use crate::progress::Progress;
-use crate::report::csv::{Csv, num};
+use crate::report::csv::Csv;
 use crate::report::markdown::table;
 use crate::stats::{fmt, ratio};
 use crate::svg::{Chart, Plot, Scale};
@@ -168,38 +168,13 @@ pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
     }
     let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
     let io = |e: std::io::Error| e.to_string();
-    let mut csv = Csv::new(&[
-        "workload",
-        "round",
-        "server",
-        "requests",
-        "errors",
-        "rps",
-        "body_mbps",
-        "p50_ms",
-        "p95_ms",
-        "mean_ms",
-        "disk_reads",
-        "disk_reads_with_warmup",
-        "error",
-    ]);
+    let header: Vec<&str> =
+        ["workload", "round"].into_iter().chain(diskrun::CELL_COLUMNS).collect();
+    let mut csv = Csv::new(&header);
     for r in &rows {
-        let m = r.cell.measurement.clone().unwrap_or_default();
-        csv.row(vec![
-            r.workload.clone(),
-            r.round.to_string(),
-            r.cell.server.clone(),
-            m.requests.to_string(),
-            m.errors.to_string(),
-            num(m.rps),
-            num(m.body_mbps),
-            num(m.latency.p50),
-            num(m.latency.p95),
-            num(m.latency.mean),
-            r.cell.measured_disk_reads.map_or(String::new(), |n| n.to_string()),
-            r.cell.disk_reads_with_warmup().map_or(String::new(), |n| n.to_string()),
-            r.cell.error.clone().unwrap_or_default(),
-        ]);
+        let mut fields = vec![r.workload.clone(), r.round.to_string()];
+        fields.extend(r.cell.csv_fields());
+        csv.row(fields);
     }
     lab.run.write("results.csv", &csv.render()).map_err(io)?;
     lab.run.write_json("results.json", &rows).map_err(io)?;
