@@ -51,6 +51,8 @@ counters! {
     residency_misses,
     /// Read-ahead jobs (pages brought into memory before a send).
     readahead_jobs,
+    /// Large files whose pages were dropped after sending, under memory pressure.
+    page_yields,
     /// Times accepting was paused (connection cap or descriptor exhaustion).
     accept_pauses,
     /// Connections closed by a timeout.

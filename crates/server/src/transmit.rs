@@ -6,10 +6,11 @@
 //! head first with `MSG_MORE`, then zero-copy `sendfile` in chunks; before each chunk the
 //! residency test (Flash §5.7, `cachestat`) asks whether the pages are in memory. If not, the
 //! architecture gets a read-ahead [`Job`] to run wherever it runs blocking work, so an AMPED
-//! event loop never waits on the disk inside `sendfile`.
+//! event loop never waits on the disk inside `sendfile`. Misses and completed sends are reported
+//! to the page policy ([`crate::cache::pages`]), which may have a large file give its pages back.
 
-use crate::pipeline::{Body, Job, Response};
-use crate::stats::{Stats, bump};
+use crate::pipeline::{Body, Job, Pipeline, Response};
+use crate::stats::bump;
 use amped_sys::{residency, transmit};
 use std::io::{self, ErrorKind, IoSlice};
 use std::os::fd::AsFd;
@@ -72,7 +73,7 @@ impl Outgoing {
     }
 
     /// Sends as much as the socket takes.
-    pub fn send(&mut self, sock: impl AsFd, opts: SendOptions, stats: &Stats) -> SendOutcome {
+    pub fn send(&mut self, sock: impl AsFd, opts: SendOptions, p: &Pipeline) -> SendOutcome {
         let sock = sock.as_fd();
         loop {
             let step = match &self.resp.body {
@@ -82,7 +83,7 @@ impl Outgoing {
                     let from = r.start + self.body_sent as usize;
                     self.send_memory(sock, &bytes[from..r.end])
                 }
-                Body::File { .. } => self.send_file_step(sock, opts, stats),
+                Body::File { .. } => self.send_file_step(sock, opts, p),
             };
             match step {
                 Ok(true) => return SendOutcome::Done,
@@ -117,7 +118,7 @@ impl Outgoing {
         &mut self,
         sock: std::os::fd::BorrowedFd<'_>,
         opts: SendOptions,
-        stats: &Stats,
+        p: &Pipeline,
     ) -> Result<bool, Stop> {
         let Body::File { file, offset, len } = &self.resp.body else { unreachable!("file body") };
         let (file, offset, len) = (file.clone(), *offset, *len);
@@ -136,7 +137,8 @@ impl Outgoing {
             match residency::is_resident(&file.file, pos, chunk) {
                 Ok(true) => self.resident_until = pos + chunk,
                 Ok(false) => {
-                    bump(&stats.residency_misses);
+                    bump(&p.stats.residency_misses);
+                    p.caches.pages.note_miss(file.size);
                     return Err(Stop::NotResident(Job::ReadAhead {
                         file,
                         offset: pos,
@@ -159,7 +161,12 @@ impl Outgoing {
             )));
         }
         self.body_sent += n as u64;
-        Ok(self.body_sent == len)
+        let done = self.body_sent == len;
+        if done {
+            let yielded = p.caches.pages.sent(&file);
+            p.stats.page_yields.fetch_add(yielded, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(done)
     }
 }
 

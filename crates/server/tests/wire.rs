@@ -74,6 +74,8 @@ mod conditional_range;
 mod limits_timeouts;
 #[path = "wire/observability.rs"]
 mod observability;
+#[path = "wire/page_yield.rs"]
+mod page_yield;
 #[path = "wire/paths_security.rs"]
 mod paths_security;
 #[path = "wire/protocol.rs"]

@@ -285,7 +285,7 @@ impl Blocking<'_> {
         let mut deadline = Instant::now() + p.cfg.send_timeout;
         let mut sent = out.body_sent();
         loop {
-            match out.send(self.sock, self.opts, &p.stats) {
+            match out.send(self.sock, self.opts, p) {
                 SendOutcome::Done => {
                     p.complete(&out.resp, out.body_sent());
                     return !out.resp.close;
@@ -367,7 +367,7 @@ impl Blocking<'_> {
         bump(&p.stats.timeouts);
         if self.phase == Phase::Head && self.state.has_partial_request() {
             let mut out = Outgoing::new(p.timeout_response(self.state.peer));
-            let _ = out.send(self.sock, self.opts, &p.stats);
+            let _ = out.send(self.sock, self.opts, p);
             p.complete(&out.resp, out.body_sent());
         }
     }

@@ -141,6 +141,8 @@ impl<R: JobRunner> EventLoop<R> {
             let now = Instant::now();
             if now >= next_sweep {
                 self.sweep(now);
+                let yielded = self.pipeline.caches.pages.release_due(now);
+                self.pipeline.stats.page_yields.fetch_add(yielded, Ordering::Relaxed);
                 next_sweep = now + TICK;
             }
             self.maybe_resume_accepting(now);
@@ -256,7 +258,7 @@ impl<R: JobRunner> EventLoop<R> {
                 }
                 let conn = &mut self.conns[key];
                 let out = conn.out.as_mut().unwrap();
-                match out.send(&conn.sock, self.opts, &pipeline.stats) {
+                match out.send(&conn.sock, self.opts, &pipeline) {
                     SendOutcome::Done => {
                         let out = conn.out.take().unwrap();
                         pipeline.complete(&out.resp, out.body_sent());
@@ -398,7 +400,7 @@ impl<R: JobRunner> EventLoop<R> {
             if conn.phase == Phase::Head && conn.state.has_partial_request() && conn.out.is_none() {
                 let resp = self.pipeline.timeout_response(conn.state.peer);
                 let mut out = Outgoing::new(resp);
-                let _ = out.send(&conn.sock, self.opts, &self.pipeline.stats);
+                let _ = out.send(&conn.sock, self.opts, &self.pipeline);
                 self.pipeline.complete(&out.resp, out.body_sent());
             }
             bump(&self.pipeline.stats.timeouts);

@@ -102,7 +102,7 @@ fn refuse(pipeline: &Pipeline, conn: Connection) {
     let _ = sock.read(&mut scratch);
     let mut out = Outgoing::new(pipeline.overload_response(conn.peer));
     let opts = SendOptions { zero_copy: false, residency_test: false };
-    let _ = out.send(&*conn.sock, opts, &pipeline.stats);
+    let _ = out.send(&*conn.sock, opts, pipeline);
     pipeline.complete(&out.resp, out.body_sent());
     let _ = sock.shutdown(Shutdown::Write);
 }

@@ -3,7 +3,9 @@
 //! * [`path::PathCache`] — URL path → translation result (Flash §5.2);
 //! * [`file::FileCache`] — canonical path → open descriptor, metadata and, for small files,
 //!   the body itself (New Flash's descriptor cache replacing Flash's mapped chunks, §5.4);
-//! * [`header::HeaderCache`] — file version → pre-encoded response header lines (Flash §5.3).
+//! * [`header::HeaderCache`] — file version → pre-encoded response header lines (Flash §5.3);
+//! * [`pages::PagePolicy`] — not a cache of amped's own but its policy over the kernel's page
+//!   cache: under memory pressure large files give their pages back to small ones.
 //!
 //! **Freshness.** Every entry remembers when its metadata was last checked against the file
 //! system. An entry older than `revalidate_after` (1 s) is *stale* and is revalidated before
@@ -28,6 +30,7 @@
 
 pub mod file;
 pub mod header;
+pub mod pages;
 pub mod path;
 
 use crate::config::Config;
@@ -35,6 +38,7 @@ use std::sync::Mutex;
 
 pub use file::{FileCache, FileEntry, FileLookup};
 pub use header::HeaderCache;
+pub use pages::PagePolicy;
 pub use path::{PathCache, PathLookup};
 
 /// The caches of one server instance (shared by its threads; uncontended in event loops).
@@ -45,6 +49,8 @@ pub struct Caches {
     pub files: Option<Mutex<FileCache>>,
     /// Response headers, if enabled.
     pub headers: Option<Mutex<HeaderCache>>,
+    /// What stays in the kernel's page cache ([`pages`]).
+    pub pages: PagePolicy,
 }
 
 impl Caches {
@@ -63,6 +69,7 @@ impl Caches {
                 .opt
                 .header_cache
                 .then(|| Mutex::new(HeaderCache::new(cfg.file_cache_entries))),
+            pages: PagePolicy::new(cfg.page_yield_above),
         }
     }
 }

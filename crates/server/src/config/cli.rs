@@ -57,10 +57,11 @@ pub struct Args {
     /// Skip the page-cache residency test (Flash §5.7): the event loop may then block on disk.
     #[arg(long)]
     pub no_residency_test: bool,
-    /// Pathname-cache capacity in entries [default: 6000].
+    /// Pathname-cache capacity in entries [default: 32768].
     #[arg(long, value_name = "N")]
     pub path_cache_entries: Option<usize>,
-    /// File-cache capacity in open descriptors [default: 4096].
+    /// File-cache capacity in open descriptors [default: 16384; fewer if the descriptor limit
+    /// would not leave room for --max-connections].
     #[arg(long, value_name = "N")]
     pub file_cache_entries: Option<usize>,
     /// File-cache budget for bodies kept in memory, in bytes [default: 32 MiB].
@@ -70,6 +71,11 @@ pub struct Args {
     /// [default: 16384].
     #[arg(long, value_name = "BYTES")]
     pub small_file_bytes: Option<u64>,
+    /// Under memory pressure (page-cache misses on smaller files in the last second), files
+    /// larger than this drop their pages from the page cache once sent; 0 = never
+    /// [default: 65536].
+    #[arg(long, value_name = "BYTES")]
+    pub page_yield_above: Option<u64>,
     /// Seconds a client may take to send a request head [default: 10].
     #[arg(long, value_name = "SECS")]
     pub header_timeout: Option<f64>,
@@ -137,6 +143,7 @@ impl Args {
             file_cache_entries,
             file_cache_bytes,
             small_file_bytes,
+            page_yield_above,
             header_timeout,
             keepalive_timeout,
             send_timeout,

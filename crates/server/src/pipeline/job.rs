@@ -8,8 +8,9 @@
 //! hoping it will now hit the cache.
 
 use super::translate::{TranslateRequest, Translation, translate};
-use crate::cache::FileEntry;
+use crate::cache::{FileEntry, PagePolicy};
 use crate::config::Config;
+use amped_sys::residency;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -72,8 +73,9 @@ pub struct Resolved {
 }
 
 impl Job {
-    /// Runs the job, blocking as long as the disk takes.
-    pub fn run(self, cfg: &Config) -> JobDone {
+    /// Runs the job, blocking as long as the disk takes; what it finds cold is reported to
+    /// `pages`.
+    pub fn run(self, cfg: &Config, pages: &PagePolicy) -> JobDone {
         match self {
             Job::Resolve { url_path, rel, trailing_slash, known } => {
                 let translated_now = known.is_none();
@@ -88,7 +90,7 @@ impl Job {
                     })
                 });
                 let file = match &translation {
-                    Translation::File(p) => Some(open_file(p, cfg)),
+                    Translation::File(p) => Some(open_file(p, cfg, pages)),
                     _ => None,
                 };
                 let listing = match &translation {
@@ -115,8 +117,9 @@ impl Job {
 }
 
 /// Opens a regular file without following it into a FIFO or device, and, when the file
-/// cache is on and the file is small, reads its body into memory.
-fn open_file(path: &Path, cfg: &Config) -> io::Result<FileEntry> {
+/// cache is on and the file is small, reads its body into memory — then, under memory
+/// pressure, lets its pages go (one copy is enough; see [`crate::cache::pages`]).
+fn open_file(path: &Path, cfg: &Config, pages: &PagePolicy) -> io::Result<FileEntry> {
     // O_NONBLOCK: should the path have been swapped for a FIFO since translation, open must
     // not wait for a writer. It has no effect on reads of regular files.
     let file = OpenOptions::new().read(true).custom_flags(libc_o_nonblock()).open(path)?;
@@ -125,7 +128,14 @@ fn open_file(path: &Path, cfg: &Config) -> io::Result<FileEntry> {
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, "not a regular file"));
     }
     let body = if keeps_body_in_memory(cfg, meta.len()) {
-        read_small(&file, cfg.small_file_bytes)?
+        if meta.len() > 0 && !residency::is_resident(&file, 0, meta.len()).unwrap_or(true) {
+            pages.note_miss(meta.len());
+        }
+        let body = read_small(&file, cfg.small_file_bytes)?;
+        if body.is_some() && pages.under_pressure() {
+            let _ = residency::evict(&file);
+        }
+        body
     } else {
         None
     };

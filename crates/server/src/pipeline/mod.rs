@@ -384,7 +384,7 @@ impl Pipeline {
 
     /// Runs a job on the calling thread (blocking).
     pub fn run_job(&self, job: Job) -> JobDone {
-        job.run(&self.cfg)
+        job.run(&self.cfg, &self.caches.pages)
     }
 }
 

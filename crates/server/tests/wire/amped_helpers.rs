@@ -12,7 +12,7 @@ const STATS: &str = "/.amped/stats";
 const LEN: usize = 4 << 20;
 
 /// fsync `path` and drop its pages from the page cache.
-fn evict(path: &Path) {
+pub(crate) fn evict(path: &Path) {
     let script = "import os,sys\n\
                   fd=os.open(sys.argv[1],os.O_RDONLY)\n\
                   os.fsync(fd)\n\
@@ -23,14 +23,14 @@ fn evict(path: &Path) {
     assert!(status.success(), "python3 fadvise failed");
     if let Some(resident) = resident_bytes(path) {
         assert!(
-            resident < LEN as u64 / 2,
+            resident < std::fs::metadata(path).unwrap().len() / 2,
             "eviction did not work here: {resident} bytes still resident"
         );
     }
 }
 
 /// Resident bytes of `path` according to util-linux `fincore`, if it is installed.
-fn resident_bytes(path: &Path) -> Option<u64> {
+pub(crate) fn resident_bytes(path: &Path) -> Option<u64> {
     let out = Command::new("fincore")
         .args(["--bytes", "--noheadings", "--output", "RES"])
         .arg(path)

@@ -1,0 +1,208 @@
+//! amped's policy over the kernel's page cache: which file pages it lets the kernel keep.
+//!
+//! A server whose data set does not fit in memory serves most requests from a minority of small,
+//! popular files and a few large ones (SPECweb99: 1 % of requests ask for the files that hold
+//! ~90 % of the bytes). Left to itself the page cache keeps whatever was read last, so each
+//! large file sent pushes out dozens of small ones that are asked for far more often. Under
+//! memory pressure, large files therefore *yield*: once a file larger than `--page-yield-above`
+//! has been sent, its pages are dropped (`posix_fadvise(DONTNEED)`), leaving the memory to the
+//! small files. The drop waits [`YIELD_DELAY`]: the kernel will not drop pages a socket buffer
+//! still holds, and right after the last `sendfile` most of a large body is still there. Pages
+//! still referenced even then (an open socket can hold some for its lifetime) are moved to the
+//! inactive list by the same call, so they are the next to be reclaimed.
+//!
+//! Small files whose body the file cache keeps in memory (`--small-file-bytes`) also drop their
+//! pages under pressure once read: amped answers them from its own copy, so a second copy in
+//! the page cache would only take room from files that have none.
+//!
+//! Pressure is the server's own evidence, not a guess: a file at or below the threshold found
+//! not resident within the last second — by the residency test before a send, or when a small
+//! body is about to be read into memory. With everything cached there are no such misses and
+//! nothing is dropped, so a cached large file is never re-read because of this policy. Large
+//! files yield where the residency test runs (the event-loop architectures sped and amped).
+
+use super::{FileEntry, lock};
+use amped_sys::residency;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a small-file miss keeps the server "under pressure".
+const PRESSURE_WINDOW: Duration = Duration::from_secs(1);
+
+/// How long after its send a yielding file's pages are dropped.
+pub const YIELD_DELAY: Duration = Duration::from_millis(200);
+
+/// Most files waiting to yield; beyond it the oldest yields at once.
+const MAX_WAITING: usize = 4096;
+
+/// The page-yield policy of one server instance (shared by its threads).
+#[derive(Debug)]
+pub struct PagePolicy {
+    /// Files larger than this yield their pages under pressure; 0 turns the policy off.
+    yield_above: u64,
+    epoch: Instant,
+    /// Milliseconds since `epoch` of the last small-file miss, plus one (0: none yet).
+    last_small_miss: AtomicU64,
+    /// Files sent under pressure, oldest first, with when they were sent.
+    waiting: Mutex<VecDeque<(Instant, Arc<FileEntry>)>>,
+}
+
+impl PagePolicy {
+    /// A policy that makes files larger than `yield_above` bytes yield (0: never).
+    pub fn new(yield_above: u64) -> PagePolicy {
+        PagePolicy {
+            yield_above,
+            epoch: Instant::now(),
+            last_small_miss: AtomicU64::new(0),
+            waiting: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Reports that `file` has just been sent in full. Under pressure a large file is queued
+    /// to yield its pages [`YIELD_DELAY`] later. Returns how many files yielded meanwhile.
+    pub fn sent(&self, file: &Arc<FileEntry>) -> u64 {
+        let now = Instant::now();
+        if self.should_yield_at(file.size, now) {
+            let mut q = lock(&self.waiting);
+            if !q.back().is_some_and(|(_, last)| Arc::ptr_eq(last, file)) {
+                q.push_back((now, file.clone()));
+            }
+        }
+        self.release_due(now)
+    }
+
+    /// Drops the pages of every queued file sent at least [`YIELD_DELAY`] before `now` (and of
+    /// the oldest ones beyond the queue's bound). Returns how many files yielded.
+    pub fn release_due(&self, now: Instant) -> u64 {
+        let mut due = Vec::new();
+        {
+            let mut q = lock(&self.waiting);
+            while let Some((at, _)) = q.front() {
+                if q.len() <= MAX_WAITING && now.saturating_duration_since(*at) < YIELD_DELAY {
+                    break;
+                }
+                due.extend(q.pop_front().map(|(_, f)| f));
+            }
+        }
+        due.iter().filter(|f| residency::evict(&f.file).is_ok()).count() as u64
+    }
+
+    /// Files waiting to yield.
+    pub fn waiting(&self) -> usize {
+        lock(&self.waiting).len()
+    }
+
+    /// Records that part of a file of `size` bytes was not in memory when it was to be sent.
+    pub fn note_miss(&self, size: u64) {
+        self.note_miss_at(size, Instant::now());
+    }
+
+    /// Whether a small file was found cold within the last second.
+    pub fn under_pressure(&self) -> bool {
+        self.under_pressure_at(Instant::now())
+    }
+
+    fn note_miss_at(&self, size: u64, now: Instant) {
+        if self.yield_above > 0 && size <= self.yield_above {
+            let ms = now.saturating_duration_since(self.epoch).as_millis() as u64;
+            self.last_small_miss.store(ms + 1, Ordering::Relaxed);
+        }
+    }
+
+    fn should_yield_at(&self, size: u64, now: Instant) -> bool {
+        self.yield_above > 0 && size > self.yield_above && self.under_pressure_at(now)
+    }
+
+    fn under_pressure_at(&self, now: Instant) -> bool {
+        let last = self.last_small_miss.load(Ordering::Relaxed);
+        if last == 0 {
+            return false;
+        }
+        let now_ms = now.saturating_duration_since(self.epoch).as_millis() as u64;
+        (now_ms + 1).saturating_sub(last) <= PRESSURE_WINDOW.as_millis() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const K: u64 = 1024;
+
+    #[test]
+    fn without_pressure_nothing_yields() {
+        let p = PagePolicy::new(64 * K);
+        assert!(!p.should_yield_at(10 << 20, Instant::now()));
+    }
+
+    #[test]
+    fn a_small_file_miss_makes_large_files_yield_for_a_second() {
+        let p = PagePolicy::new(64 * K);
+        let t0 = p.epoch + Duration::from_secs(5);
+        p.note_miss_at(20 * K, t0);
+        assert!(p.should_yield_at(65 * K, t0));
+        assert!(p.should_yield_at(1 << 30, t0 + Duration::from_millis(999)));
+        assert!(!p.should_yield_at(65 * K, t0 + Duration::from_millis(1002)));
+    }
+
+    #[test]
+    fn files_at_or_below_the_threshold_never_yield() {
+        let p = PagePolicy::new(64 * K);
+        let t0 = p.epoch + Duration::from_secs(1);
+        p.note_miss_at(K, t0);
+        assert!(!p.should_yield_at(64 * K, t0));
+        assert!(!p.should_yield_at(0, t0));
+    }
+
+    #[test]
+    fn a_large_file_miss_is_not_pressure() {
+        // Large files missing is what yielding causes; it must not keep the policy on.
+        let p = PagePolicy::new(64 * K);
+        let t0 = p.epoch + Duration::from_secs(1);
+        p.note_miss_at(65 * K, t0);
+        assert!(!p.should_yield_at(1 << 20, t0));
+    }
+
+    #[test]
+    fn zero_turns_the_policy_off() {
+        let p = PagePolicy::new(0);
+        let t0 = p.epoch + Duration::from_secs(1);
+        p.note_miss_at(K, t0);
+        assert!(!p.should_yield_at(1 << 20, t0));
+    }
+
+    fn entry(size: usize) -> Arc<FileEntry> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![1u8; size]).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let meta = file.metadata().unwrap();
+        Arc::new(FileEntry::new(path, file, &meta, None))
+    }
+
+    #[test]
+    fn a_large_file_sent_under_pressure_yields_after_the_delay() {
+        let p = PagePolicy::new(64 * K);
+        let large = entry(100 << 10);
+        assert_eq!(p.sent(&large), 0);
+        assert_eq!(p.waiting(), 0, "queued without pressure");
+        p.note_miss(K);
+        p.sent(&large);
+        p.sent(&large);
+        assert_eq!(p.waiting(), 1, "one entry for back-to-back sends of one file");
+        assert_eq!(p.release_due(Instant::now()), 0, "released before the delay");
+        assert_eq!(p.release_due(Instant::now() + YIELD_DELAY), 1);
+        assert_eq!(p.waiting(), 0);
+        assert_eq!(p.sent(&entry(64 << 10)), 0);
+        assert_eq!(p.waiting(), 0, "a file at the threshold does not yield");
+    }
+
+    #[test]
+    fn a_miss_at_the_epoch_counts() {
+        let p = PagePolicy::new(64 * K);
+        p.note_miss_at(K, p.epoch);
+        assert!(p.should_yield_at(1 << 20, p.epoch));
+    }
+}
