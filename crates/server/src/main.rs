@@ -17,7 +17,11 @@ fn main() -> ExitCode {
         Err(e) => return fail(&first_line(&e.to_string())),
     };
     let cfg = match Config::load(args) {
-        Ok(c) => Arc::new(c),
+        Ok(mut c) => {
+            let fds = amped_sys::limits::raise_nofile_limit().unwrap_or(1024);
+            c.fit_descriptors(fds);
+            Arc::new(c)
+        }
         Err(e) => return fail(&e.to_string()),
     };
     match run(cfg) {
@@ -27,7 +31,6 @@ fn main() -> ExitCode {
 }
 
 fn run(cfg: Arc<Config>) -> std::io::Result<()> {
-    let _ = amped_sys::limits::raise_nofile_limit();
     arch::preflight(&cfg)?;
     let listeners = arch::open_listeners(&cfg).map_err(|e| {
         std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", cfg.listen))

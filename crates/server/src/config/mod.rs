@@ -112,6 +112,8 @@ pub struct Config {
     pub file_cache_bytes: u64,
     /// Largest file kept in memory.
     pub small_file_bytes: u64,
+    /// Under memory pressure, files larger than this yield their pages once sent (0: never).
+    pub page_yield_above: u64,
     /// Staleness bound of every cache: metadata older than this is revalidated.
     pub revalidate_after: Duration,
     /// Time allowed to receive a request head.
@@ -177,6 +179,20 @@ impl Config {
         Config::resolve(args)
     }
 
+    /// Shrinks the file cache so that its open descriptors, those of `--max-connections`
+    /// connections and a small reserve fit in `fd_limit` descriptors (RLIMIT_NOFILE), across
+    /// every instance of the process. Returns the new capacity if it had to shrink.
+    pub fn fit_descriptors(&mut self, fd_limit: u64) -> Option<usize> {
+        const RESERVE: u64 = 64;
+        let conns = (self.max_connections as u64).min(fd_limit / 2);
+        let per_instance = fd_limit.saturating_sub(conns + RESERVE) / self.instances.max(1) as u64;
+        let fit = (per_instance as usize).max(16);
+        (fit < self.file_cache_entries).then(|| {
+            self.file_cache_entries = fit;
+            fit
+        })
+    }
+
     /// Validates and resolves merged arguments.
     pub fn resolve(a: Args) -> Result<Config, ConfigError> {
         let root_arg = a.root.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -240,14 +256,15 @@ impl Config {
             },
             path_cache_entries: positive(
                 "path-cache-entries",
-                a.path_cache_entries.unwrap_or(6000),
+                a.path_cache_entries.unwrap_or(32768),
             )?,
             file_cache_entries: positive(
                 "file-cache-entries",
-                a.file_cache_entries.unwrap_or(4096),
+                a.file_cache_entries.unwrap_or(16384),
             )?,
             file_cache_bytes: a.file_cache_bytes.unwrap_or(32 << 20),
             small_file_bytes: a.small_file_bytes.unwrap_or(16384),
+            page_yield_above: a.page_yield_above.unwrap_or(64 << 10),
             revalidate_after: Duration::from_secs(1),
             header_timeout: seconds("header-timeout", a.header_timeout.unwrap_or(10.0))?,
             keepalive_timeout: seconds("keepalive-timeout", a.keepalive_timeout.unwrap_or(15.0))?,
@@ -300,6 +317,19 @@ mod tests {
         assert_eq!(c.helpers, 4);
         assert!(c.opt.path_cache && c.opt.header_cache && c.opt.file_cache && c.opt.zero_copy);
         assert_eq!(c.access_log, AccessLog::Off);
+    }
+
+    #[test]
+    fn the_file_cache_leaves_descriptors_for_connections() {
+        let mut c = parse(&["."]).unwrap();
+        assert_eq!((c.path_cache_entries, c.file_cache_entries), (32768, 16384));
+        assert_eq!(c.fit_descriptors(1 << 20), None, "plenty of descriptors: unchanged");
+        assert_eq!(c.fit_descriptors(20_000), Some(20_000 - 10_000 - 64));
+        let mut c = parse(&[".", "--max-connections", "100", "--instances", "2"]).unwrap();
+        assert_eq!(c.fit_descriptors(1024), Some((1024 - 100 - 64) / 2));
+        let mut c = parse(&["."]).unwrap();
+        assert_eq!(c.fit_descriptors(1024), Some(1024 - 512 - 64), "half kept for connections");
+        assert_eq!(c.fit_descriptors(10), Some(16), "never below a floor");
     }
 
     #[test]
