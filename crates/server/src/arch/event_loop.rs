@@ -9,6 +9,7 @@
 //! send) and swept every 250 ms. Accepting pauses while the connection cap is reached or the
 //! process is out of descriptors (re-armed after 100 ms), never spinning on a ready listener.
 
+use super::lifecycle::{Lifecycle, Phase, TICK};
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
@@ -24,7 +25,6 @@ use std::time::{Duration, Instant};
 
 const LISTENER: u64 = u64::MAX;
 const WAKER: u64 = u64::MAX - 1;
-const TICK: Duration = Duration::from_millis(250);
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 const ACCEPT_BATCH: usize = 64;
 
@@ -39,21 +39,6 @@ pub trait JobRunner {
     fn waker(&self) -> Option<BorrowedFd<'_>>;
     /// Resets the waker after it fired.
     fn drain_waker(&self) {}
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Phase {
-    /// Waiting for (the rest of) a request head: header timeout.
-    Head,
-    /// Between requests: keep-alive timeout.
-    Idle,
-    /// Blocked on a full socket buffer: send timeout.
-    Send,
-    /// Waiting for a job: no timeout (the job is bounded by the disk).
-    Parked,
-    /// A response just completed: whatever the connection waits for next starts a fresh
-    /// deadline (a pipelining client is never timed out for its previous request's wait).
-    Served,
 }
 
 struct Conn {
@@ -117,16 +102,12 @@ impl<R: JobRunner> EventLoop<R> {
     /// shutdown deadline passed).
     pub fn run(mut self, shutdown: &AtomicBool) -> std::io::Result<()> {
         let mut ready: Vec<Ready> = Vec::with_capacity(1024);
-        let mut next_sweep = Instant::now() + TICK;
-        let mut drain_deadline = None;
+        let mut life = Lifecycle::new();
         loop {
-            if shutdown.load(Ordering::Relaxed) && !self.draining {
+            if life.shutdown_begins(shutdown, self.pipeline.cfg.shutdown_timeout) {
                 self.begin_drain();
-                drain_deadline = Some(Instant::now() + self.pipeline.cfg.shutdown_timeout);
             }
-            if let Some(d) = drain_deadline
-                && (self.conns.is_empty() || Instant::now() >= d)
-            {
+            if life.should_stop(self.conns.is_empty()) {
                 return Ok(());
             }
             ready.clear();
@@ -139,11 +120,10 @@ impl<R: JobRunner> EventLoop<R> {
                 }
             }
             let now = Instant::now();
-            if now >= next_sweep {
+            if life.sweep_due(now) {
                 self.sweep(now);
                 let yielded = self.pipeline.caches.pages.release_due(now);
                 self.pipeline.stats.page_yields.fetch_add(yielded, Ordering::Relaxed);
-                next_sweep = now + TICK;
             }
             self.maybe_resume_accepting(now);
         }
@@ -355,14 +335,8 @@ impl<R: JobRunner> EventLoop<R> {
     fn wait_for(&mut self, key: usize, interest: Interest, phase: Phase) {
         let cfg = &self.pipeline.cfg;
         let conn = &mut self.conns[key];
-        let now = Instant::now();
         if conn.phase != phase || phase == Phase::Send {
-            conn.deadline = match phase {
-                Phase::Head => now + cfg.header_timeout,
-                Phase::Idle => now + cfg.keepalive_timeout,
-                Phase::Send => now + cfg.send_timeout,
-                Phase::Parked | Phase::Served => now + Duration::from_secs(365 * 24 * 3600),
-            };
+            conn.deadline = phase.deadline(cfg, Instant::now());
             conn.phase = phase;
         }
         if conn.interest != Some(interest) {

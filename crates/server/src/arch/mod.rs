@@ -6,6 +6,7 @@
 pub mod amped;
 pub mod blocking;
 pub mod event_loop;
+pub mod lifecycle;
 pub mod mp;
 pub mod mt;
 pub mod pool;

@@ -22,6 +22,7 @@ mod send;
 
 use super::amped::HelperPool;
 use super::event_loop::JobRunner;
+use super::lifecycle::{Lifecycle, Phase, TICK};
 use crate::pipeline::translate::Translation;
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
@@ -34,13 +35,12 @@ use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 const ACCEPT: u64 = u64::MAX;
 const WAKER: u64 = u64::MAX - 1;
 const RING_ENTRIES: u32 = 1024;
-const TICK: Duration = Duration::from_millis(250);
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Receive size for a new request head (most fit); a head already begun may take more.
 const RECV_FIRST: usize = 4 << 10;
@@ -73,18 +73,6 @@ pub fn run(
     socket2::SockRef::from(&listener).set_tcp_nodelay(true)?;
     let helpers = HelperPool::start(pipeline.clone(), pipeline.cfg.helpers)?;
     UringLoop::new(pipeline, ring, helpers, listener).run(shutdown)
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Phase {
-    /// Waiting for (the rest of) a request head: header timeout.
-    Head,
-    /// Between requests: keep-alive timeout.
-    Idle,
-    /// A send in flight: send timeout, renewed by every completed send.
-    Send,
-    /// Disk work (ring or helper): bounded by the disk, no timeout.
-    Busy,
 }
 
 struct Conn {
@@ -148,16 +136,12 @@ impl UringLoop {
             self.ring.poll_readable(WAKER, w);
         }
         let mut batch: Vec<Completion> = Vec::with_capacity(256);
-        let mut next_sweep = Instant::now() + TICK;
-        let mut drain_deadline = None;
+        let mut life = Lifecycle::new();
         loop {
-            if shutdown.load(Ordering::Relaxed) && !self.draining {
+            if life.shutdown_begins(shutdown, self.pipeline.cfg.shutdown_timeout) {
                 self.begin_drain();
-                drain_deadline = Some(Instant::now() + self.pipeline.cfg.shutdown_timeout);
             }
-            if let Some(d) = drain_deadline
-                && ((self.conns.is_empty() && self.accept_op.is_none()) || Instant::now() >= d)
-            {
+            if life.should_stop(self.conns.is_empty() && self.accept_op.is_none()) {
                 return Ok(()); // dropping the ring cancels what is left and waits for it
             }
             self.arm_accept();
@@ -171,9 +155,8 @@ impl UringLoop {
                 }
             }
             let now = Instant::now();
-            if now >= next_sweep {
+            if life.sweep_due(now) {
                 self.sweep(now);
-                next_sweep = now + TICK;
             }
         }
     }
@@ -228,7 +211,7 @@ impl UringLoop {
             generation: self.next_gen,
             op: None,
             phase: Phase::Head,
-            deadline: Instant::now() + self.pipeline.cfg.header_timeout,
+            deadline: Phase::Head.deadline(&self.pipeline.cfg, Instant::now()),
             closing: false,
             timed_out: false,
             partial: false,
@@ -286,11 +269,11 @@ impl UringLoop {
             Next::Send(g, more) => {
                 c.op = Some(self.ring.send(token, c.sock.as_fd(), g, more));
                 c.phase = Phase::Send;
-                c.deadline = Instant::now() + self.pipeline.cfg.send_timeout;
+                c.deadline = Phase::Send.deadline(&self.pipeline.cfg, Instant::now());
             }
             Next::Read { file, offset, max, buf } => {
                 c.op = Some(self.ring.read(token, file.file.as_fd(), buf, offset, max));
-                c.phase = Phase::Busy;
+                c.phase = Phase::Parked;
             }
             Next::Done => {
                 let out = c.out.take().expect("a response in flight");
@@ -317,8 +300,7 @@ impl UringLoop {
         }
         if c.phase != phase {
             c.phase = phase;
-            c.deadline = Instant::now()
-                + if phase == Phase::Idle { cfg.keepalive_timeout } else { cfg.header_timeout };
+            c.deadline = phase.deadline(cfg, Instant::now());
         }
         c.partial = c.state.has_partial_request();
         let cap = if c.state.inbuf.is_empty() { RECV_FIRST } else { RECV_MORE };
@@ -332,7 +314,7 @@ impl UringLoop {
     fn run_job(&mut self, key: usize, job: Job) {
         let token = self.token(key);
         let c = &mut self.conns[key];
-        c.phase = Phase::Busy;
+        c.phase = Phase::Parked;
         match job {
             Job::Resolve { url_path, known: Some(Translation::File(path)), .. } => {
                 let mut opening = Opening::new(url_path, path);
@@ -492,7 +474,7 @@ impl UringLoop {
             .conns
             .iter()
             .filter(|(_, c)| {
-                c.phase != Phase::Busy && !c.closing && !c.timed_out && c.deadline <= now
+                c.phase != Phase::Parked && !c.closing && !c.timed_out && c.deadline <= now
             })
             .map(|(k, _)| k)
             .collect();
