@@ -10,6 +10,7 @@ use super::diskrun::{self, DiskCell, Load};
 use super::{Lab, failures_section};
 use crate::cli::CapacityArgs;
 use crate::datasets::specweb;
+use crate::diskemu::DiskEmulation;
 use crate::progress::Progress;
 use crate::report::csv::Csv;
 use crate::report::markdown::table;
@@ -28,56 +29,87 @@ pub struct Row {
     pub cell: DiskCell,
 }
 
+/// The run's parameters, defaults filled in.
+struct Params {
+    scales: Vec<f64>,
+    connections: u32,
+    requests_per_conn: u32,
+    warmup: f64,
+    duration: f64,
+    trace_len: usize,
+}
+
+impl Params {
+    fn new(a: &CapacityArgs) -> Result<Params, String> {
+        let q = a.common.quick;
+        let scales = a
+            .scales
+            .clone()
+            .unwrap_or_else(|| if q { vec![0.5, 1.5] } else { vec![0.5, 1.5, 3.3] });
+        if scales.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+            return Err("--scales must be positive numbers".into());
+        }
+        Ok(Params {
+            scales,
+            connections: a.connections.unwrap_or(if q { 20 } else { 1020 }),
+            requests_per_conn: a.requests_per_conn,
+            warmup: a.common.warmup.unwrap_or(if q { 0.5 } else { 15.0 }),
+            duration: a.common.duration.unwrap_or(if q { 1.0 } else { 20.0 }),
+            trace_len: if q { 20_000 } else { 400_000 },
+        })
+    }
+
+    fn scales_text(&self) -> String {
+        self.scales.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" / ")
+    }
+}
+
 /// Runs E5 and writes its folder.
 pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
     let q = a.common.quick;
     let mut lab = Lab::open("capacity", &a.common, DEFAULT_SERVERS)?;
     let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 })?;
-    let scales =
-        a.scales.clone().unwrap_or_else(|| if q { vec![0.5, 1.5] } else { vec![0.5, 1.5, 3.3] });
-    if scales.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
-        return Err("--scales must be positive numbers".into());
-    }
-    let connections = a.connections.unwrap_or(if q { 20 } else { 1020 });
-    let warmup = a.common.warmup.unwrap_or(if q { 0.5 } else { 15.0 });
-    let duration = a.common.duration.unwrap_or(if q { 1.0 } else { 20.0 });
-    let trace_len = if q { 20_000 } else { 400_000 };
-    let steps = scales.len() * lab.servers.len();
-    let mut progress =
-        Progress::new(lab.experiment, steps, steps as f64 * (warmup + duration + 3.0));
+    let p = Params::new(a)?;
+    let rows = measure(&mut lab, &emu, &p)?;
+    write_raw(&mut lab, &rows)?;
+    let figure = chart(&mut lab, &emu, &p, &rows)?;
+    let s = summary(&lab, &emu, &p, &rows, &figure);
+    let params = json!({"scales": p.scales, "memory_limit_bytes": emu.memory_limit_bytes, "connections": p.connections, "requests_per_conn": p.requests_per_conn, "warmup_s": p.warmup, "duration_s": p.duration, "trace_requests": p.trace_len});
+    let notes = if emu.applied() { Vec::new() } else { vec![emu.describe()] };
+    lab.finish(params, Some(json!(emu)), notes, &s)
+}
+
+/// Every (data set, server) cell, data sets generated as needed.
+fn measure(lab: &mut Lab, emu: &DiskEmulation, p: &Params) -> Result<Vec<Row>, String> {
+    let steps = p.scales.len() * lab.servers.len();
+    let per_cell = p.warmup + p.duration + 3.0;
+    let mut progress = Progress::new(lab.experiment, steps, steps as f64 * per_cell);
     let mut rows = Vec::new();
-    for &scale in &scales {
+    for &scale in &p.scales {
         let bytes = (emu.memory_limit_bytes as f64 * scale) as u64;
         let set = specweb::generate(&lab.data_dir, bytes, lab.seed)
             .map_err(|e| format!("cannot write the file set: {e}"))?;
         let tmp = lab.run.tmp();
         let (warm, measure) =
             (tmp.join(format!("warm-{scale}.urls")), tmp.join(format!("measure-{scale}.urls")));
-        let trace = specweb::trace(set.dirs, trace_len, lab.seed);
+        let trace = specweb::trace(set.dirs, p.trace_len, lab.seed);
         specweb::write_urls(&measure, &trace).map_err(|e| e.to_string())?;
-        specweb::write_urls(&warm, &specweb::trace(set.dirs, trace_len, lab.seed + 1))
+        specweb::write_urls(&warm, &specweb::trace(set.dirs, p.trace_len, lab.seed + 1))
             .map_err(|e| e.to_string())?;
         let load = Load {
             warm_urls: warm,
             measure_urls: measure,
-            warmup_s: warmup,
-            duration_s: duration,
-            connections,
-            requests_per_conn: Some(a.requests_per_conn),
+            warmup_s: p.warmup,
+            duration_s: p.duration,
+            connections: p.connections,
+            requests_per_conn: Some(p.requests_per_conn),
             rate: None,
             timeout_s: 30.0,
         };
+        let mib = set.bytes as f64 / 1048576.0;
         for spec in lab.servers.clone() {
-            progress.step(
-                &format!(
-                    "{} on {:.0} MiB ({scale}× memory)",
-                    spec.label,
-                    set.bytes as f64 / 1048576.0
-                ),
-                warmup + duration + 3.0,
-            );
-            let cell =
-                diskrun::run_one(&lab, &emu, &spec, &set.root, &trace[0].path(), &load, "cap");
+            progress.step(&format!("{} on {mib:.0} MiB ({scale}× memory)", spec.label), per_cell);
+            let cell = diskrun::run_one(lab, emu, &spec, &set.root, &trace[0].path(), &load, "cap");
             if let Some(m) = &cell.measurement {
                 progress
                     .note(&format!("{}: {:.1} Mb/s, {:.0} req/s", spec.label, m.body_mbps, m.rps));
@@ -88,75 +120,105 @@ pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
             rows.push(Row { dataset_bytes: set.bytes, scale, cell });
         }
     }
-    let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
+    Ok(rows)
+}
+
+/// results.csv and results.json.
+fn write_raw(lab: &mut Lab, rows: &[Row]) -> Result<(), String> {
     let io = |e: std::io::Error| e.to_string();
     let header: Vec<&str> =
         ["dataset_bytes", "scale"].into_iter().chain(diskrun::CELL_COLUMNS).collect();
     let mut csv = Csv::new(&header);
-    for r in &rows {
+    for r in rows {
         let mut fields = vec![r.dataset_bytes.to_string(), r.scale.to_string()];
         fields.extend(r.cell.csv_fields());
         csv.row(fields);
     }
     lab.run.write("results.csv", &csv.render()).map_err(io)?;
-    lab.run.write_json("results.json", &rows).map_err(io)?;
-    let mbps = |l: &str, scale: f64| {
-        rows.iter()
-            .find(|r| r.cell.server == l && r.scale == scale)
-            .and_then(|r| r.cell.measurement.as_ref())
-            .map_or(f64::NAN, |m| m.body_mbps)
-    };
-    let series: Vec<Series> = labels
+    lab.run.write_json("results.json", &rows).map_err(io)
+}
+
+/// A server's body throughput on the data set of `scale` (NaN if not measured).
+fn mbps(rows: &[Row], server: &str, scale: f64) -> f64 {
+    rows.iter()
+        .find(|r| r.cell.server == server && r.scale == scale)
+        .and_then(|r| r.cell.measurement.as_ref())
+        .map_or(f64::NAN, |m| m.body_mbps)
+}
+
+/// Throughput vs data-set size, a line per server. Returns the figure's file name.
+fn chart(lab: &mut Lab, emu: &DiskEmulation, p: &Params, rows: &[Row]) -> Result<String, String> {
+    let series: Vec<Series> = lab
+        .servers
         .iter()
-        .map(|l| Series {
-            name: l.clone(),
+        .map(|spec| Series {
+            name: spec.label.clone(),
             points: rows
                 .iter()
-                .filter(|r| &r.cell.server == l)
-                .map(|r| (r.dataset_bytes as f64 / 1048576.0, mbps(l, r.scale)))
+                .filter(|r| r.cell.server == spec.label)
+                .map(|r| (r.dataset_bytes as f64 / 1048576.0, mbps(rows, &spec.label, r.scale)))
                 .collect(),
         })
         .collect();
     let limit_mib = emu.memory_limit_bytes >> 20;
-    let figure = lab.run.write_chart("capacity", &Chart {
-        title: "Capacity at infinite demand vs data-set size (DeBox Table 8, scaled)".into(),
-        subtitle: format!("SPECweb99-like sets at {} × a {limit_mib} MiB memory limit; {connections} closed-loop clients × {} requests/connection; {}", scales.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" / "), a.requests_per_conn, emu.short()),
-        x_label: "data-set size (MiB)".into(),
-        y_label: "throughput, response bodies (Mb/s)".into(),
-        x_scale: Scale::Linear,
-        y_scale: Scale::Linear,
-        plot: Plot::Lines(series),
-    }).map_err(io)?;
+    lab.run
+        .write_chart("capacity", &Chart {
+            title: "Capacity at infinite demand vs data-set size (DeBox Table 8, scaled)".into(),
+            subtitle: format!(
+                "SPECweb99-like sets at {} × a {limit_mib} MiB memory limit; {} closed-loop clients × {} requests/connection; {}",
+                p.scales_text(),
+                p.connections,
+                p.requests_per_conn,
+                emu.short()
+            ),
+            x_label: "data-set size (MiB)".into(),
+            y_label: "throughput, response bodies (Mb/s)".into(),
+            x_scale: Scale::Linear,
+            y_scale: Scale::Linear,
+            plot: Plot::Lines(series),
+        })
+        .map_err(|e| e.to_string())
+}
+
+/// summary.md: the table, the paper's numbers and the comparison.
+fn summary(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figure: &str) -> String {
+    let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
+    let limit_mib = emu.memory_limit_bytes >> 20;
     let workload = format!(
-        "SPECweb99-like file sets of {} times the server's {limit_mib} MiB memory limit (the paper: 0.5 / 1.5 / 3.3 GB on a 1 GB machine, so the same ratios, not the same sizes), Zipf trace; {connections} closed-loop clients, {} requests per persistent connection (infinite demand); {warmup} s warm-up, {duration} s measured",
-        scales.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" / "),
-        a.requests_per_conn
+        "SPECweb99-like file sets of {} times the server's {limit_mib} MiB memory limit (the paper: 0.5 / 1.5 / 3.3 GB on a 1 GB machine, so the same ratios, not the same sizes), Zipf trace; {} closed-loop clients, {} requests per persistent connection (infinite demand); {} s warm-up, {} s measured",
+        p.scales_text(),
+        p.connections,
+        p.requests_per_conn,
+        p.warmup,
+        p.duration
     );
     let mut s = lab.summary_head("E5 capacity vs data-set size (DeBox 2004, Table 8)", &workload);
     s.push_str(&format!("Disk: {}\n\n", emu.describe()));
     let mut header = vec!["server".to_string()];
-    header.extend(scales.iter().map(|sc| {
+    header.extend(p.scales.iter().map(|sc| {
         format!("{:.0} MiB ({sc}×) Mb/s", emu.memory_limit_bytes as f64 * sc / 1048576.0)
     }));
     let body: Vec<Vec<String>> = labels
         .iter()
         .map(|l| {
-            std::iter::once(l.clone()).chain(scales.iter().map(|&sc| fmt(mbps(l, sc), 1))).collect()
+            std::iter::once(l.clone())
+                .chain(p.scales.iter().map(|&sc| fmt(mbps(rows, l, sc), 1)))
+                .collect()
         })
         .collect();
     s.push_str(&table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body));
     s.push_str(&format!("\nPaper (Mb/s, Apache / Old Flash / New Flash): 500 MB 240.3 / 485.2 / 660.9; 1.5 GB 230.7 / 410.6 / 580.3; 3.3 GB 210.6 / 264.5 / 326.4.\n\nFigure: [{figure}]({figure})\n\n## Compared with the paper\n\n"));
-    let first = scales[0];
-    let last = scales[scales.len() - 1];
+    let first = p.scales[0];
+    let last = p.scales[p.scales.len() - 1];
     for l in &labels {
-        let drop = ratio(mbps(l, last), mbps(l, first));
+        let drop = ratio(mbps(rows, l, last), mbps(rows, l, first));
         out_line(
             &mut s,
             &format!("{l}: {} of its small-set throughput at the largest set", fmt(drop, 2)),
         );
     }
     if labels.iter().any(|l| l == "amped") && labels.iter().any(|l| l == "sped") {
-        let r = ratio(mbps("amped", last), mbps("sped", last));
+        let r = ratio(mbps(rows, "amped", last), mbps(rows, "sped", last));
         out_line(
             &mut s,
             &format!(
@@ -176,9 +238,7 @@ pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
         })
         .collect();
     s.push_str(&failures_section(&failures));
-    let params = json!({"scales": scales, "memory_limit_bytes": emu.memory_limit_bytes, "connections": connections, "requests_per_conn": a.requests_per_conn, "warmup_s": warmup, "duration_s": duration, "trace_requests": trace_len});
-    let notes = if emu.applied() { Vec::new() } else { vec![emu.describe()] };
-    lab.finish(params, Some(json!(emu)), notes, &s)
+    s
 }
 
 fn out_line(s: &mut String, text: &str) {

@@ -10,6 +10,7 @@ use super::diskrun::{self, DiskCell, Load};
 use super::{Lab, failures_section};
 use crate::cli::TraceArgs;
 use crate::datasets::{replay, specweb};
+use crate::diskemu::DiskEmulation;
 use crate::progress::Progress;
 use crate::report::csv::Csv;
 use crate::report::markdown::table;
@@ -48,89 +49,134 @@ pub struct Row {
     pub cell: DiskCell,
 }
 
+/// The run's parameters, defaults filled in.
+struct Params {
+    connections: u32,
+    requests_per_conn: u32,
+    warmup: f64,
+    duration: f64,
+    rounds: u32,
+}
+
 /// Runs E2 and writes its folder.
 pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
     let q = a.common.quick;
     let mut lab = Lab::open("trace", &a.common, DEFAULT_SERVERS)?;
     let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 })?;
-    let trace_len = if q { 20_000 } else { 400_000 };
     let mut notes = Vec::new();
     let workloads = match &a.clf {
-        Some(log) => {
-            let r = replay::build(log, &lab.data_dir, lab.seed)
-                .map_err(|e| format!("{}: {e}", log.display()))?;
-            if r.requests == 0 {
-                return Err(format!(
-                    "{}: no replayable GET request ({} lines rejected: {})",
-                    log.display(),
-                    r.lines_rejected,
-                    r.first_rejections.join("; ")
-                ));
-            }
-            if r.lines_rejected > 0 {
-                eprintln!(
-                    "[amplab trace] {}: {} lines rejected, first: {}",
-                    log.display(),
-                    r.lines_rejected,
-                    r.first_rejections.join("; ")
-                );
-            }
-            notes.push(format!(
-                "access log {}: {}",
-                log.display(),
-                serde_json::to_string(&r).unwrap_or_default()
-            ));
-            vec![Workload {
-                name: "access-log".into(),
-                description: format!(
-                    "{} replayed in order ({} GET requests, {} files, {:.1} MiB; {} lines rejected, {} non-GET, {} unusable paths)",
-                    log.display(),
-                    r.requests,
-                    r.files,
-                    r.bytes as f64 / 1048576.0,
-                    r.lines_rejected,
-                    r.skipped_methods,
-                    r.skipped_paths
-                ),
-                root: r.root.clone(),
-                warm_urls: r.urls.clone(),
-                urls: r.urls,
-                bytes: r.bytes,
-            }]
-        }
-        None => {
-            let mut out = Vec::new();
-            for (name, scale, what) in [
-                ("owlnet-like", 0.5, "small, cache-friendly"),
-                ("cs-like", 4.0, "large, disk-bound"),
-            ] {
-                let bytes = (emu.memory_limit_bytes as f64 * scale) as u64;
-                let set = specweb::generate(&lab.data_dir, bytes, lab.seed)
-                    .map_err(|e| format!("cannot write the file set: {e}"))?;
-                let path = |t: Vec<specweb::Request>| {
-                    t.iter().map(specweb::Request::path).collect::<Vec<_>>()
-                };
-                out.push(Workload {
-                    name: name.into(),
-                    description: format!("{what}: SPECweb99-like set of {:.0} MiB ({scale}× the memory limit), Zipf trace", set.bytes as f64 / 1048576.0),
-                    root: set.root,
-                    urls: path(specweb::trace(set.dirs, trace_len, lab.seed)),
-                    warm_urls: path(specweb::trace(set.dirs, trace_len, lab.seed + 1)),
-                    bytes: set.bytes,
-                });
-            }
-            out
-        }
+        Some(log) => vec![clf_workload(log, &lab, &mut notes)?],
+        None => specweb_workloads(&lab, &emu, if q { 20_000 } else { 400_000 })?,
     };
-    let connections = a.connections.unwrap_or(if q { 8 } else { 64 });
-    let warmup = a.common.warmup.unwrap_or(if q { 0.5 } else { 10.0 });
-    let duration = a.common.duration.unwrap_or(if q { 1.0 } else { 20.0 });
-    let rounds = a.common.rounds.unwrap_or(1);
-    let steps = workloads.len() * lab.servers.len() * rounds as usize;
-    let mut progress =
-        Progress::new(lab.experiment, steps, steps as f64 * (warmup + duration + 3.0));
+    let p = Params {
+        connections: a.connections.unwrap_or(if q { 8 } else { 64 }),
+        requests_per_conn: a.requests_per_conn,
+        warmup: a.common.warmup.unwrap_or(if q { 0.5 } else { 10.0 }),
+        duration: a.common.duration.unwrap_or(if q { 1.0 } else { 20.0 }),
+        rounds: a.common.rounds.unwrap_or(1),
+    };
+    let rows = measure(&mut lab, &emu, &p, &workloads)?;
+    write_raw(&mut lab, &rows)?;
+    let names: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
+    let figure = chart(&mut lab, &emu, &p, &rows, &names)?;
+    let s = summary(&lab, &emu, &p, &rows, &workloads, &figure);
+    if !emu.applied() {
+        notes.push(emu.describe());
+    }
+    let params = json!({"workloads": workloads.iter().map(|w| json!({"name": w.name, "description": w.description, "bytes": w.bytes, "requests": w.urls.len()})).collect::<Vec<_>>(), "connections": p.connections, "requests_per_conn": p.requests_per_conn, "warmup_s": p.warmup, "duration_s": p.duration, "rounds": p.rounds});
+    lab.finish(params, Some(json!(emu)), notes, &s)
+}
+
+/// The user's access log replayed in order against a file set built to match it.
+fn clf_workload(
+    log: &std::path::Path,
+    lab: &Lab,
+    notes: &mut Vec<String>,
+) -> Result<Workload, String> {
+    let r = replay::build(log, &lab.data_dir, lab.seed)
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    if r.requests == 0 {
+        return Err(format!(
+            "{}: no replayable GET request ({} lines rejected: {})",
+            log.display(),
+            r.lines_rejected,
+            r.first_rejections.join("; ")
+        ));
+    }
+    if r.lines_rejected > 0 {
+        eprintln!(
+            "[amplab trace] {}: {} lines rejected, first: {}",
+            log.display(),
+            r.lines_rejected,
+            r.first_rejections.join("; ")
+        );
+    }
+    notes.push(format!(
+        "access log {}: {}",
+        log.display(),
+        serde_json::to_string(&r).unwrap_or_default()
+    ));
+    Ok(Workload {
+        name: "access-log".into(),
+        description: format!(
+            "{} replayed in order ({} GET requests, {} files, {:.1} MiB; {} lines rejected, {} non-GET, {} unusable paths)",
+            log.display(),
+            r.requests,
+            r.files,
+            r.bytes as f64 / 1048576.0,
+            r.lines_rejected,
+            r.skipped_methods,
+            r.skipped_paths
+        ),
+        root: r.root.clone(),
+        warm_urls: r.urls.clone(),
+        urls: r.urls,
+        bytes: r.bytes,
+    })
+}
+
+/// The Owlnet-like (half the memory limit) and CS-like (4× the limit) SPECweb99-like sets.
+fn specweb_workloads(
+    lab: &Lab,
+    emu: &DiskEmulation,
+    trace_len: usize,
+) -> Result<Vec<Workload>, String> {
+    let mut out = Vec::new();
+    for (name, scale, what) in
+        [("owlnet-like", 0.5, "small, cache-friendly"), ("cs-like", 4.0, "large, disk-bound")]
+    {
+        let bytes = (emu.memory_limit_bytes as f64 * scale) as u64;
+        let set = specweb::generate(&lab.data_dir, bytes, lab.seed)
+            .map_err(|e| format!("cannot write the file set: {e}"))?;
+        let path =
+            |t: Vec<specweb::Request>| t.iter().map(specweb::Request::path).collect::<Vec<_>>();
+        out.push(Workload {
+            name: name.into(),
+            description: format!(
+                "{what}: SPECweb99-like set of {:.0} MiB ({scale}× the memory limit), Zipf trace",
+                set.bytes as f64 / 1048576.0
+            ),
+            root: set.root,
+            urls: path(specweb::trace(set.dirs, trace_len, lab.seed)),
+            warm_urls: path(specweb::trace(set.dirs, trace_len, lab.seed + 1)),
+            bytes: set.bytes,
+        });
+    }
+    Ok(out)
+}
+
+/// Every (workload, round, server) cell; the server order rotates each round.
+fn measure(
+    lab: &mut Lab,
+    emu: &DiskEmulation,
+    p: &Params,
+    workloads: &[Workload],
+) -> Result<Vec<Row>, String> {
+    let steps = workloads.len() * lab.servers.len() * p.rounds as usize;
+    let per_cell = p.warmup + p.duration + 3.0;
+    let mut progress = Progress::new(lab.experiment, steps, steps as f64 * per_cell);
     let mut rows = Vec::new();
-    for w in &workloads {
+    for w in workloads {
         let tmp = lab.run.tmp();
         let (warm, measure) =
             (tmp.join(format!("{}-warm.urls", w.name)), tmp.join(format!("{}.urls", w.name)));
@@ -139,20 +185,18 @@ pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
         let load = Load {
             warm_urls: warm,
             measure_urls: measure,
-            warmup_s: warmup,
-            duration_s: duration,
-            connections,
-            requests_per_conn: Some(a.requests_per_conn),
+            warmup_s: p.warmup,
+            duration_s: p.duration,
+            connections: p.connections,
+            requests_per_conn: Some(p.requests_per_conn),
             rate: None,
             timeout_s: 30.0,
         };
-        for round in 0..rounds {
+        for round in 0..p.rounds {
             for spec in lab.order(round) {
-                progress.step(
-                    &format!("{}: {} (round {}/{rounds})", w.name, spec.label, round + 1),
-                    warmup + duration + 3.0,
-                );
-                let cell = diskrun::run_one(&lab, &emu, &spec, &w.root, &w.urls[0], &load, "trace");
+                let what = format!("{}: {} (round {}/{})", w.name, spec.label, round + 1, p.rounds);
+                progress.step(&what, per_cell);
+                let cell = diskrun::run_one(lab, emu, &spec, &w.root, &w.urls[0], &load, "trace");
                 if let Some(m) = &cell.measurement {
                     progress.note(&format!(
                         "{}: {:.1} Mb/s, {:.0} req/s",
@@ -166,44 +210,91 @@ pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
             }
         }
     }
-    let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
+    Ok(rows)
+}
+
+/// results.csv and results.json.
+fn write_raw(lab: &mut Lab, rows: &[Row]) -> Result<(), String> {
     let io = |e: std::io::Error| e.to_string();
     let header: Vec<&str> =
         ["workload", "round"].into_iter().chain(diskrun::CELL_COLUMNS).collect();
     let mut csv = Csv::new(&header);
-    for r in &rows {
+    for r in rows {
         let mut fields = vec![r.workload.clone(), r.round.to_string()];
         fields.extend(r.cell.csv_fields());
         csv.row(fields);
     }
     lab.run.write("results.csv", &csv.render()).map_err(io)?;
-    lab.run.write_json("results.json", &rows).map_err(io)?;
-    let mbps = |w: &str, l: &str| {
-        let v: Vec<f64> = rows
-            .iter()
-            .filter(|r| r.workload == w && r.cell.server == l)
-            .filter_map(|r| r.cell.measurement.as_ref().map(|m| m.body_mbps))
-            .collect();
-        crate::stats::median(&v)
-    };
+    lab.run.write_json("results.json", &rows).map_err(io)
+}
+
+/// A server's median body throughput over the rounds of workload `w` (NaN if none).
+fn mbps(rows: &[Row], w: &str, server: &str) -> f64 {
+    let v: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.workload == w && r.cell.server == server)
+        .filter_map(|r| r.cell.measurement.as_ref().map(|m| m.body_mbps))
+        .collect();
+    crate::stats::median(&v)
+}
+
+/// Throughput per server, a group of bars per workload. Returns the figure's file name.
+fn chart(
+    lab: &mut Lab,
+    emu: &DiskEmulation,
+    p: &Params,
+    rows: &[Row],
+    names: &[String],
+) -> Result<String, String> {
+    let series = lab
+        .servers
+        .iter()
+        .map(|s| (s.label.clone(), names.iter().map(|w| mbps(rows, w, &s.label)).collect()))
+        .collect();
+    lab.run
+        .write_chart("throughput", &Chart {
+            title: format!("Trace replay: throughput per server ({})", names.join(", ")),
+            subtitle: format!(
+                "{} closed-loop clients × {} requests/connection, {} s measured after {} s warm-up; {}",
+                p.connections,
+                p.requests_per_conn,
+                p.duration,
+                p.warmup,
+                emu.short()
+            ),
+            x_label: "workload".into(),
+            y_label: "throughput, response bodies (Mb/s)".into(),
+            x_scale: Scale::Linear,
+            y_scale: Scale::Linear,
+            plot: Plot::Bars { categories: names.to_vec(), series },
+        })
+        .map_err(|e| e.to_string())
+}
+
+/// summary.md: the table and the comparison with the paper.
+fn summary(
+    lab: &Lab,
+    emu: &DiskEmulation,
+    p: &Params,
+    rows: &[Row],
+    workloads: &[Workload],
+    figure: &str,
+) -> String {
+    let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
     let names: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
-    let series =
-        labels.iter().map(|l| (l.clone(), names.iter().map(|w| mbps(w, l)).collect())).collect();
-    let figure = lab.run.write_chart("throughput", &Chart {
-        title: format!("Trace replay: throughput per server ({})", names.join(", ")),
-        subtitle: format!("{connections} closed-loop clients × {} requests/connection, {duration} s measured after {warmup} s warm-up; {}", a.requests_per_conn, emu.short()),
-        x_label: "workload".into(),
-        y_label: "throughput, response bodies (Mb/s)".into(),
-        x_scale: Scale::Linear,
-        y_scale: Scale::Linear,
-        plot: Plot::Bars { categories: names.clone(), series },
-    }).map_err(io)?;
+    let mbps = |w: &str, l: &str| mbps(rows, w, l);
     let workload_text = workloads
         .iter()
         .map(|w| format!("{} — {}", w.name, w.description))
         .collect::<Vec<_>>()
         .join("; ");
-    let mut s = lab.summary_head("E2 trace replay (Flash 1999 §6.2, Fig 8)", &format!("{workload_text}. {connections} closed-loop clients, {} requests per persistent connection; {warmup} s warm-up on another draw, {duration} s measured; {rounds} round(s), medians", a.requests_per_conn));
+    let mut s = lab.summary_head(
+        "E2 trace replay (Flash 1999 §6.2, Fig 8)",
+        &format!(
+            "{workload_text}. {} closed-loop clients, {} requests per persistent connection; {} s warm-up on another draw, {} s measured; {} round(s), medians",
+            p.connections, p.requests_per_conn, p.warmup, p.duration, p.rounds
+        ),
+    );
     s.push_str(&format!("Disk: {}\n\n", emu.describe()));
     let header: Vec<String> = std::iter::once("server".to_string())
         .chain(names.iter().map(|n| format!("{n} Mb/s")))
@@ -240,9 +331,5 @@ pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
         })
         .collect();
     s.push_str(&failures_section(&failures));
-    if !emu.applied() {
-        notes.push(emu.describe());
-    }
-    let params = json!({"workloads": workloads.iter().map(|w| json!({"name": w.name, "description": w.description, "bytes": w.bytes, "requests": w.urls.len()})).collect::<Vec<_>>(), "connections": connections, "requests_per_conn": a.requests_per_conn, "warmup_s": warmup, "duration_s": duration, "rounds": rounds});
-    lab.finish(params, Some(json!(emu)), notes, &s)
+    s
 }
