@@ -68,7 +68,7 @@ pub fn generate(parent: &Path, total: u64, seed: u64) -> io::Result<FileSet> {
 }
 
 /// One request of a trace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Request {
     pub dir: u32,
     pub class: u8,
@@ -112,6 +112,15 @@ pub fn write_urls(path: &Path, requests: &[Request]) -> io::Result<()> {
     std::fs::write(path, text)
 }
 
+/// Share of `measured` whose file was not asked for before: not in `earlier` (the warm-up's
+/// requests) nor earlier in `measured`. Those requests are cold by construction: whatever
+/// the server, each needs the disk.
+pub fn first_time_share(earlier: &[Request], measured: &[Request]) -> f64 {
+    let mut seen: std::collections::HashSet<Request> = earlier.iter().copied().collect();
+    let new = measured.iter().filter(|r| seen.insert(**r)).count();
+    new as f64 / measured.len().max(1) as f64
+}
+
 /// Mean response body of a trace (bytes).
 pub fn mean_bytes(requests: &[Request]) -> f64 {
     requests.iter().map(|r| r.bytes() as f64).sum::<f64>() / requests.len().max(1) as f64
@@ -120,6 +129,15 @@ pub fn mean_bytes(requests: &[Request]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_time_share_counts_files_not_seen_before() {
+        let r = |dir, file| Request { dir, class: 0, file };
+        let earlier = [r(0, 1), r(1, 1)];
+        let measured = [r(0, 1), r(2, 1), r(2, 1), r(3, 2)];
+        assert_eq!(first_time_share(&earlier, &measured), 0.5);
+        assert_eq!(first_time_share(&[], &[]), 0.0);
+    }
 
     #[test]
     fn directory_size_matches_specweb() {
