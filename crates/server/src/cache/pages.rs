@@ -24,7 +24,7 @@
 use super::{FileEntry, lock};
 use amped_sys::residency;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -47,6 +47,8 @@ pub struct PagePolicy {
     last_small_miss: AtomicU64,
     /// Files sent under pressure, oldest first, with when they were sent.
     waiting: Mutex<VecDeque<(Instant, Arc<FileEntry>)>>,
+    /// `waiting`'s length, readable without the lock.
+    queued: AtomicUsize,
 }
 
 impl PagePolicy {
@@ -57,17 +59,22 @@ impl PagePolicy {
             epoch: Instant::now(),
             last_small_miss: AtomicU64::new(0),
             waiting: Mutex::new(VecDeque::new()),
+            queued: AtomicUsize::new(0),
         }
     }
 
     /// Reports that `file` has just been sent in full. Under pressure a large file is queued
     /// to yield its pages [`YIELD_DELAY`] later. Returns how many files yielded meanwhile.
     pub fn sent(&self, file: &Arc<FileEntry>) -> u64 {
+        if self.yield_above == 0 || file.size <= self.yield_above {
+            return 0; // the common case costs no clock read and no lock
+        }
         let now = Instant::now();
-        if self.should_yield_at(file.size, now) {
+        if self.under_pressure_at(now) {
             let mut q = lock(&self.waiting);
             if !q.back().is_some_and(|(_, last)| Arc::ptr_eq(last, file)) {
                 q.push_back((now, file.clone()));
+                self.queued.store(q.len(), Ordering::Relaxed);
             }
         }
         self.release_due(now)
@@ -76,6 +83,9 @@ impl PagePolicy {
     /// Drops the pages of every queued file sent at least [`YIELD_DELAY`] before `now` (and of
     /// the oldest ones beyond the queue's bound). Returns how many files yielded.
     pub fn release_due(&self, now: Instant) -> u64 {
+        if self.queued.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
         let mut due = Vec::new();
         {
             let mut q = lock(&self.waiting);
@@ -85,6 +95,7 @@ impl PagePolicy {
                 }
                 due.extend(q.pop_front().map(|(_, f)| f));
             }
+            self.queued.store(q.len(), Ordering::Relaxed);
         }
         due.iter().filter(|f| residency::evict(&f.file).is_ok()).count() as u64
     }
@@ -111,6 +122,7 @@ impl PagePolicy {
         }
     }
 
+    #[cfg(test)]
     fn should_yield_at(&self, size: u64, now: Instant) -> bool {
         self.yield_above > 0 && size > self.yield_above && self.under_pressure_at(now)
     }
