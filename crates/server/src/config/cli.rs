@@ -72,8 +72,8 @@ pub struct Args {
     #[arg(long, value_name = "BYTES")]
     pub small_file_bytes: Option<u64>,
     /// Under memory pressure (page-cache misses on smaller files in the last second), files
-    /// larger than this drop their pages from the page cache once sent; 0 = never
-    /// [default: 65536].
+    /// larger than this drop their pages from the page cache once sent; 0 = never (off by
+    /// default: see docs/BENCHMARKS.md §3) [default: 0].
     #[arg(long, value_name = "BYTES")]
     pub page_yield_above: Option<u64>,
     /// Seconds a client may take to send a request head [default: 10].

@@ -264,7 +264,7 @@ impl Config {
             )?,
             file_cache_bytes: a.file_cache_bytes.unwrap_or(32 << 20),
             small_file_bytes: a.small_file_bytes.unwrap_or(16384),
-            page_yield_above: a.page_yield_above.unwrap_or(64 << 10),
+            page_yield_above: a.page_yield_above.unwrap_or(0),
             revalidate_after: Duration::from_secs(1),
             header_timeout: seconds("header-timeout", a.header_timeout.unwrap_or(10.0))?,
             keepalive_timeout: seconds("keepalive-timeout", a.keepalive_timeout.unwrap_or(15.0))?,
@@ -323,6 +323,7 @@ mod tests {
     fn the_file_cache_leaves_descriptors_for_connections() {
         let mut c = parse(&["."]).unwrap();
         assert_eq!((c.path_cache_entries, c.file_cache_entries), (32768, 16384));
+        assert_eq!(c.page_yield_above, 0, "the page-yield policy is off by default");
         assert_eq!(c.fit_descriptors(1 << 20), None, "plenty of descriptors: unchanged");
         assert_eq!(c.fit_descriptors(20_000), Some(20_000 - 10_000 - 64));
         let mut c = parse(&[".", "--max-connections", "100", "--instances", "2"]).unwrap();
