@@ -162,7 +162,7 @@ impl Outgoing {
         }
         self.body_sent += n as u64;
         let done = self.body_sent == len;
-        if done {
+        if done && p.caches.pages.enabled() {
             let yielded = p.caches.pages.sent(&file);
             p.stats.page_yields.fetch_add(yielded, std::sync::atomic::Ordering::Relaxed);
         }

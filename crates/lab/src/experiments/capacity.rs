@@ -12,7 +12,6 @@ use crate::cli::CapacityArgs;
 use crate::datasets::specweb;
 use crate::diskemu::DiskEmulation;
 use crate::progress::Progress;
-use crate::report::csv::Csv;
 use crate::report::markdown::table;
 use crate::stats::{fmt, ratio};
 use crate::svg::{Chart, Plot, Scale, Series};
@@ -71,7 +70,9 @@ pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
     let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 })?;
     let p = Params::new(a)?;
     let rows = measure(&mut lab, &emu, &p)?;
-    write_raw(&mut lab, &rows)?;
+    diskrun::write_raw(&mut lab, &["dataset_bytes", "scale"], &rows, |r| {
+        (vec![r.dataset_bytes.to_string(), r.scale.to_string()], &r.cell)
+    })?;
     let figure = chart(&mut lab, &emu, &p, &rows)?;
     let s = summary(&lab, &emu, &p, &rows, &figure);
     let params = json!({"scales": p.scales, "memory_limit_bytes": emu.memory_limit_bytes, "connections": p.connections, "requests_per_conn": p.requests_per_conn, "warmup_s": p.warmup, "duration_s": p.duration, "trace_requests": p.trace_len});
@@ -121,21 +122,6 @@ fn measure(lab: &mut Lab, emu: &DiskEmulation, p: &Params) -> Result<Vec<Row>, S
         }
     }
     Ok(rows)
-}
-
-/// results.csv and results.json.
-fn write_raw(lab: &mut Lab, rows: &[Row]) -> Result<(), String> {
-    let io = |e: std::io::Error| e.to_string();
-    let header: Vec<&str> =
-        ["dataset_bytes", "scale"].into_iter().chain(diskrun::CELL_COLUMNS).collect();
-    let mut csv = Csv::new(&header);
-    for r in rows {
-        let mut fields = vec![r.dataset_bytes.to_string(), r.scale.to_string()];
-        fields.extend(r.cell.csv_fields());
-        csv.row(fields);
-    }
-    lab.run.write("results.csv", &csv.render()).map_err(io)?;
-    lab.run.write_json("results.json", &rows).map_err(io)
 }
 
 /// A server's body throughput on the data set of `scale` (NaN if not measured).

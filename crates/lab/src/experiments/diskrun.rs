@@ -13,7 +13,7 @@ use crate::cli::{DiskArgs, DiskEmulationArg};
 use crate::diskemu::{CgroupStats, DiskEmulation, Method, Wanted};
 use crate::load::Measurement;
 use crate::load::ampload::Ampload;
-use crate::report::csv::num;
+use crate::report::csv::{Csv, num};
 use crate::servers::ServerSpec;
 
 /// What one server run produced.
@@ -253,4 +253,24 @@ pub fn write_urls(path: &Path, urls: &[String]) -> Result<(), String> {
         text.push('\n');
     }
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes results.json (`rows` as they are) and results.csv: the `keys` columns `key` gives
+/// for a row, then its cell's [`CELL_COLUMNS`].
+pub fn write_raw<R: Serialize>(
+    lab: &mut Lab,
+    keys: &[&str],
+    rows: &[R],
+    key: impl Fn(&R) -> (Vec<String>, &DiskCell),
+) -> Result<(), String> {
+    let io = |e: std::io::Error| e.to_string();
+    let header: Vec<&str> = keys.iter().copied().chain(CELL_COLUMNS).collect();
+    let mut csv = Csv::new(&header);
+    for r in rows {
+        let (mut fields, cell) = key(r);
+        fields.extend(cell.csv_fields());
+        csv.row(fields);
+    }
+    lab.run.write("results.csv", &csv.render()).map_err(io)?;
+    lab.run.write_json("results.json", &rows).map_err(io)
 }

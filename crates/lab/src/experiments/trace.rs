@@ -12,7 +12,6 @@ use crate::cli::TraceArgs;
 use crate::datasets::{replay, specweb};
 use crate::diskemu::DiskEmulation;
 use crate::progress::Progress;
-use crate::report::csv::Csv;
 use crate::report::markdown::table;
 use crate::stats::{fmt, ratio};
 use crate::svg::{Chart, Plot, Scale};
@@ -76,7 +75,9 @@ pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
         rounds: a.common.rounds.unwrap_or(1),
     };
     let rows = measure(&mut lab, &emu, &p, &workloads)?;
-    write_raw(&mut lab, &rows)?;
+    diskrun::write_raw(&mut lab, &["workload", "round"], &rows, |r| {
+        (vec![r.workload.clone(), r.round.to_string()], &r.cell)
+    })?;
     let names: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
     let figure = chart(&mut lab, &emu, &p, &rows, &names)?;
     let s = summary(&lab, &emu, &p, &rows, &workloads, &figure);
@@ -211,21 +212,6 @@ fn measure(
         }
     }
     Ok(rows)
-}
-
-/// results.csv and results.json.
-fn write_raw(lab: &mut Lab, rows: &[Row]) -> Result<(), String> {
-    let io = |e: std::io::Error| e.to_string();
-    let header: Vec<&str> =
-        ["workload", "round"].into_iter().chain(diskrun::CELL_COLUMNS).collect();
-    let mut csv = Csv::new(&header);
-    for r in rows {
-        let mut fields = vec![r.workload.clone(), r.round.to_string()];
-        fields.extend(r.cell.csv_fields());
-        csv.row(fields);
-    }
-    lab.run.write("results.csv", &csv.render()).map_err(io)?;
-    lab.run.write_json("results.json", &rows).map_err(io)
 }
 
 /// A server's median body throughput over the rounds of workload `w` (NaN if none).

@@ -105,6 +105,11 @@ impl PagePolicy {
         lock(&self.waiting).len()
     }
 
+    /// Whether the policy is on (`--page-yield-above` above 0).
+    pub fn enabled(&self) -> bool {
+        self.yield_above > 0
+    }
+
     /// Records that part of a file of `size` bytes was not in memory when it was to be sent.
     pub fn note_miss(&self, size: u64) {
         self.note_miss_at(size, Instant::now());

@@ -128,7 +128,10 @@ fn open_file(path: &Path, cfg: &Config, pages: &PagePolicy) -> io::Result<FileEn
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, "not a regular file"));
     }
     let body = if keeps_body_in_memory(cfg, meta.len()) {
-        if meta.len() > 0 && !residency::is_resident(&file, 0, meta.len()).unwrap_or(true) {
+        if pages.enabled()
+            && meta.len() > 0
+            && !residency::is_resident(&file, 0, meta.len()).unwrap_or(true)
+        {
             pages.note_miss(meta.len());
         }
         let body = read_small(&file, cfg.small_file_bytes)?;
