@@ -49,8 +49,10 @@ counters! {
     jobs_helper,
     /// Body ranges found not resident in the page cache.
     residency_misses,
-    /// Read-ahead jobs (pages brought into memory before a send).
+    /// Jobs for cold body chunks (pipe fills and read-aheads).
     readahead_jobs,
+    /// Of those, chunks a helper moved into a pipe (`--read-path pipe`).
+    pipe_fills,
     /// Large files whose pages were dropped after sending, under memory pressure.
     page_yields,
     /// Times accepting was paused (connection cap or descriptor exhaustion).

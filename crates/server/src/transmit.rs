@@ -9,15 +9,26 @@
 //! event loop never waits on the disk inside `sendfile`. Misses and completed sends are reported
 //! to the page policy ([`crate::cache::pages`]), which may have a large file give its pages back.
 
-use crate::pipeline::{Body, Job, Pipeline, Response};
+use crate::config::ReadPath;
+use crate::pipeline::{Body, Job, JobDone, Pipeline, Response};
 use crate::stats::bump;
+use amped_sys::pipe::PagePipe;
 use amped_sys::{residency, transmit};
+use std::cell::RefCell;
 use std::io::{self, ErrorKind, IoSlice};
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
+use std::time::Instant;
 
 /// Largest body chunk tested for residency and sent in one `sendfile` call.
 const CHUNK: u64 = 512 << 10;
+
+/// What a pipe asks to hold: one fill moves at most this much, so a cold chunk of a large
+/// file is read (and can be sent) in pieces of this size.
+const PIPE_BYTES: usize = 256 << 10;
+
+/// Empty pipes kept per thread for the next cold chunk (each costs two descriptors).
+const SPARE_PIPES: usize = 32;
 
 /// How bodies are sent.
 #[derive(Clone, Copy, Debug)]
@@ -26,6 +37,8 @@ pub struct SendOptions {
     pub zero_copy: bool,
     /// Test page-cache residency before sending file data.
     pub residency_test: bool,
+    /// What a cold chunk becomes: a pipe fill or a read-ahead.
+    pub read_path: ReadPath,
 }
 
 /// The result of a send attempt.
@@ -35,8 +48,8 @@ pub enum SendOutcome {
     Done,
     /// The socket buffer is full: wait until it is writable.
     WouldBlock,
-    /// The next chunk is not in memory: run this read-ahead job, call
-    /// [`Outgoing::mark_resident`], then send again.
+    /// The next chunk is not in memory: run this job, hand its result to
+    /// [`Outgoing::resume`], then send again.
     NotResident(Job),
     /// The peer went away, or the file shrank under us: close the connection.
     Failed(io::Error),
@@ -50,12 +63,26 @@ pub struct Outgoing {
     head_sent: usize,
     body_sent: u64,
     resident_until: u64,
+    /// The pipe holding the next bytes of the body (`--read-path pipe`), once a chunk was cold.
+    pipe: Option<PagePipe>,
+    /// A fill that failed: the next send reports it.
+    failed: Option<io::Error>,
+    /// When sending began (the read lane's order).
+    since: Instant,
 }
 
 impl Outgoing {
     /// Starts sending `resp`.
     pub fn new(resp: Response) -> Self {
-        Outgoing { resp, head_sent: 0, body_sent: 0, resident_until: 0 }
+        Outgoing {
+            resp,
+            head_sent: 0,
+            body_sent: 0,
+            resident_until: 0,
+            pipe: None,
+            failed: None,
+            since: Instant::now(),
+        }
     }
 
     /// Body bytes sent so far.
@@ -63,9 +90,26 @@ impl Outgoing {
         self.body_sent
     }
 
-    /// Records that the chunk a [`SendOutcome::NotResident`] named has been read in, so it
-    /// is sent without testing again.
-    pub fn mark_resident(&mut self) {
+    /// Takes the result of the job a [`SendOutcome::NotResident`] named: a filled pipe is
+    /// sent from next, a read-ahead chunk is sent without testing again.
+    pub fn resume(&mut self, done: JobDone) {
+        match done {
+            JobDone::Filled(pipe, Ok(n)) if n > 0 => self.pipe = Some(pipe),
+            JobDone::Filled(pipe, result) => {
+                give_back(pipe);
+                self.failed = Some(match result {
+                    Err(e) => e,
+                    Ok(_) => {
+                        io::Error::new(ErrorKind::UnexpectedEof, "file shrank while being sent")
+                    }
+                });
+            }
+            _ => self.mark_resident(),
+        }
+    }
+
+    /// Records that the chunk a [`SendOutcome::NotResident`] named has been read in.
+    fn mark_resident(&mut self) {
         if let Body::File { offset, len, .. } = &self.resp.body {
             let pos = offset + self.body_sent;
             self.resident_until = (pos + CHUNK).min(offset + len);
@@ -75,6 +119,9 @@ impl Outgoing {
     /// Sends as much as the socket takes.
     pub fn send(&mut self, sock: impl AsFd, opts: SendOptions, p: &Pipeline) -> SendOutcome {
         let sock = sock.as_fd();
+        if let Some(e) = self.failed.take() {
+            return SendOutcome::Failed(e);
+        }
         loop {
             let step = match &self.resp.body {
                 Body::None => self.send_memory(sock, &[]),
@@ -133,22 +180,15 @@ impl Outgoing {
             return Ok(true);
         }
         let chunk = remaining.min(CHUNK);
-        if opts.residency_test && pos + chunk > self.resident_until {
-            match residency::is_resident(&file.file, pos, chunk) {
-                Ok(true) => self.resident_until = pos + chunk,
-                Ok(false) => {
-                    bump(&p.stats.residency_misses);
-                    p.caches.pages.note_miss(file.size);
-                    return Err(Stop::NotResident(Job::ReadAhead {
-                        file,
-                        offset: pos,
-                        len: chunk,
-                    }));
-                }
-                Err(_) => self.resident_until = pos + chunk, // cannot tell: just send
-            }
-        }
-        let n = if opts.zero_copy {
+        let n = if let Some(pipe) = self.pipe.as_mut().filter(|pipe| pipe.held() > 0) {
+            let held = pipe.held() as u64;
+            pipe.drain_to(sock, held as usize, remaining > held).map_err(Stop::from)?
+        } else if opts.residency_test
+            && pos + chunk > self.resident_until
+            && !self.test_residency(&file, pos, chunk, p)
+        {
+            return Err(Stop::NotResident(self.cold_chunk_job(file, pos, remaining, opts)));
+        } else if opts.zero_copy {
             let mut off = pos;
             transmit::sendfile(sock, &file.file, &mut off, chunk as usize).map_err(Stop::from)?
         } else {
@@ -162,11 +202,92 @@ impl Outgoing {
         }
         self.body_sent += n as u64;
         let done = self.body_sent == len;
+        if done && let Some(pipe) = self.pipe.take() {
+            give_back(pipe);
+        }
         if done && p.caches.pages.enabled() {
             let yielded = p.caches.pages.sent(&file);
             p.stats.page_yields.fetch_add(yielded, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(done)
+    }
+}
+
+impl Outgoing {
+    /// The residency test of `file[pos .. pos+chunk]`; true when it may be sent now (resident,
+    /// or the test cannot tell). A miss is counted and reported to the page policy.
+    fn test_residency(
+        &mut self,
+        file: &crate::cache::FileEntry,
+        pos: u64,
+        chunk: u64,
+        p: &Pipeline,
+    ) -> bool {
+        match residency::is_resident(&file.file, pos, chunk) {
+            Ok(false) => {
+                bump(&p.stats.residency_misses);
+                p.caches.pages.note_miss(file.size);
+                false
+            }
+            Ok(true) | Err(_) => {
+                self.resident_until = pos + chunk;
+                true
+            }
+        }
+    }
+
+    /// The job that gets a cold chunk at `pos` on its way: a pipe fill (with zero copy, and a
+    /// pipe to be had), else a read-ahead of the chunk.
+    fn cold_chunk_job(
+        &mut self,
+        file: std::sync::Arc<crate::cache::FileEntry>,
+        pos: u64,
+        remaining: u64,
+        opts: SendOptions,
+    ) -> Job {
+        let since = self.since;
+        let pipe = match opts.read_path {
+            ReadPath::Pipe if opts.zero_copy => self.pipe.take().or_else(take_spare),
+            _ => None,
+        };
+        match pipe {
+            Some(pipe) => {
+                let len = remaining.min(pipe.capacity() as u64);
+                Job::Fill { file, offset: pos, len, pipe, since }
+            }
+            None => Job::ReadAhead { file, offset: pos, len: remaining.min(CHUNK), since },
+        }
+    }
+}
+
+impl Drop for Outgoing {
+    fn drop(&mut self) {
+        if let Some(pipe) = self.pipe.take() {
+            give_back(pipe);
+        }
+    }
+}
+
+thread_local! {
+    /// Empty pipes of this thread, ready for the next cold chunk.
+    static SPARES: RefCell<Vec<PagePipe>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An empty pipe: a spare one, or a new one (`None` if none can be made, e.g. out of
+/// descriptors: the chunk then takes the read-ahead path).
+fn take_spare() -> Option<PagePipe> {
+    SPARES.with(|s| s.borrow_mut().pop()).or_else(|| PagePipe::new(PIPE_BYTES).ok())
+}
+
+/// Keeps `pipe` for the next cold chunk if it can be emptied and few are kept already.
+fn give_back(mut pipe: PagePipe) {
+    if pipe.discard() {
+        SPARES.with(|s| {
+            let mut spares = s.borrow_mut();
+            if spares.len() < SPARE_PIPES {
+                spares.push(pipe);
+            }
+        });
     }
 }
 

@@ -80,6 +80,8 @@ mod page_yield;
 mod paths_security;
 #[path = "wire/protocol.rs"]
 mod protocol;
+#[path = "wire/read_path.rs"]
+mod read_path;
 #[path = "wire/real_client.rs"]
 mod real_client;
 #[path = "wire/uring_specific.rs"]

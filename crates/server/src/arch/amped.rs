@@ -8,9 +8,12 @@
 //! Two lanes, as Flash had pathname helpers and read helpers: metadata jobs (translate, open,
 //! revalidate — usually served from the kernel's dentry and inode caches) never queue behind
 //! data jobs (reading hundreds of KiB from a slow disk), so a hot file's once-a-second
-//! revalidation is not stuck behind a cold file's read.
+//! revalidation is not stuck behind a cold file's read. Metadata jobs are served in arrival
+//! order; data jobs oldest response first ([`super::read_lane`]), so a large transfer under
+//! way is not re-queued behind every newer request for each of its chunks.
 
 use super::event_loop::{EventLoop, JobRunner};
+use super::read_lane::ReadLane;
 use crate::pipeline::{Job, JobDone, Pipeline};
 use crate::stats::bump;
 use amped_sys::epoll::Waker;
@@ -24,7 +27,7 @@ use std::thread::JoinHandle;
 /// The helper threads serving one event loop: `n` metadata helpers and `n` read helpers.
 pub struct HelperPool {
     metadata: Option<Sender<(u64, Job)>>,
-    data: Option<Sender<(u64, Job)>>,
+    data: Arc<ReadLane>,
     results: Receiver<(u64, JobDone)>,
     waker: Arc<Waker>,
     threads: Vec<JoinHandle<()>>,
@@ -36,47 +39,59 @@ impl HelperPool {
         let (done_tx, done_rx) = unbounded();
         let waker = Arc::new(Waker::new()?);
         let mut threads = Vec::with_capacity(2 * n);
-        let mut lane = |name: &str| -> std::io::Result<Sender<(u64, Job)>> {
-            let (job_tx, job_rx) = unbounded::<(u64, Job)>();
-            for i in 0..n {
-                let (rx, tx, waker, pipeline) =
-                    (job_rx.clone(), done_tx.clone(), waker.clone(), pipeline.clone());
-                let t =
-                    std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
-                        for (token, job) in rx {
-                            let run = std::panic::AssertUnwindSafe(|| pipeline.run_job(job));
-                            let done = std::panic::catch_unwind(run).unwrap_or(JobDone::Failed);
-                            bump(&pipeline.stats.jobs_helper);
-                            if tx.send((token, done)).is_err() {
-                                break;
-                            }
-                            waker.wake();
-                        }
-                    })?;
-                threads.push(t);
-            }
-            Ok(job_tx)
-        };
-        let metadata = lane("meta-helper")?;
-        let data = lane("read-helper")?;
-        Ok(HelperPool {
-            metadata: Some(metadata),
-            data: Some(data),
-            results: done_rx,
-            waker,
-            threads,
-        })
+        let (meta_tx, meta_rx) = unbounded::<(u64, Job)>();
+        let data = Arc::new(ReadLane::default());
+        for (name, take) in
+            [("meta-helper", Lane::Fifo(meta_rx)), ("read-helper", Lane::Oldest(data.clone()))]
+                .into_iter()
+                .flat_map(|(name, lane)| (0..n).map(move |i| (format!("{name}-{i}"), lane.clone())))
+        {
+            let (tx, waker, pipeline) = (done_tx.clone(), waker.clone(), pipeline.clone());
+            let t = std::thread::Builder::new().name(name).spawn(move || {
+                while let Some((token, job)) = take.next() {
+                    let run = std::panic::AssertUnwindSafe(|| pipeline.run_job(job));
+                    let done = std::panic::catch_unwind(run).unwrap_or(JobDone::Failed);
+                    bump(&pipeline.stats.jobs_helper);
+                    if tx.send((token, done)).is_err() {
+                        break;
+                    }
+                    waker.wake();
+                }
+            })?;
+            threads.push(t);
+        }
+        Ok(HelperPool { metadata: Some(meta_tx), data, results: done_rx, waker, threads })
+    }
+}
+
+/// Where a helper takes its next job from.
+#[derive(Clone)]
+enum Lane {
+    /// The metadata lane, in arrival order.
+    Fifo(Receiver<(u64, Job)>),
+    /// The read lane, oldest response first.
+    Oldest(Arc<ReadLane>),
+}
+
+impl Lane {
+    /// The next job, waiting for one; `None` once the pool is being dropped.
+    fn next(&self) -> Option<(u64, Job)> {
+        match self {
+            Lane::Fifo(rx) => rx.recv().ok(),
+            Lane::Oldest(lane) => lane.pop(),
+        }
     }
 }
 
 impl JobRunner for HelperPool {
     fn submit(&mut self, token: u64, job: Job) -> Option<JobDone> {
-        let lane = match job {
-            Job::Resolve { .. } => &self.metadata,
-            Job::ReadAhead { .. } => &self.data,
-        };
-        let tx = lane.as_ref().expect("helpers run until the pool is dropped");
-        tx.send((token, job)).expect("helpers outlive the pool's sender");
+        match job {
+            Job::Resolve { .. } => {
+                let tx = self.metadata.as_ref().expect("helpers run until the pool is dropped");
+                tx.send((token, job)).expect("helpers outlive the pool's sender");
+            }
+            Job::ReadAhead { .. } | Job::Fill { .. } => self.data.push(token, job),
+        }
         None
     }
 
@@ -97,7 +112,7 @@ impl Drop for HelperPool {
     fn drop(&mut self) {
         // Helpers see their queue close and exit after their current job.
         self.metadata.take();
-        self.data.take();
+        self.data.close();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }

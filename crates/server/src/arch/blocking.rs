@@ -243,7 +243,11 @@ pub fn serve(pipeline: &Pipeline, conn: Connection, stop: &Stop) {
         phase: Phase::Head,
         deadline: Instant::now() + pipeline.cfg.header_timeout,
         // This thread may block on the disk, so the residency test would only add a syscall.
-        opts: SendOptions { zero_copy: pipeline.cfg.opt.zero_copy, residency_test: false },
+        opts: SendOptions {
+            zero_copy: pipeline.cfg.opt.zero_copy,
+            residency_test: false,
+            read_path: pipeline.cfg.opt.read_path,
+        },
         buf: vec![0u8; READ_BUF],
     };
     c.run();
@@ -307,10 +311,9 @@ impl Blocking<'_> {
                 }
                 SendOutcome::NotResident(job) => {
                     // Only with the residency test on (it is off here); the read-ahead runs inline.
-                    bump(&p.stats.readahead_jobs);
+                    p.count_cold_chunk(&job);
                     bump(&p.stats.jobs_inline);
-                    p.run_job(job);
-                    out.mark_resident();
+                    out.resume(p.run_job(job));
                 }
                 SendOutcome::Failed(_) => {
                     p.complete(&out.resp, out.body_sent());

@@ -81,6 +81,7 @@ impl<R: JobRunner> EventLoop<R> {
         let opts = SendOptions {
             zero_copy: pipeline.cfg.opt.zero_copy,
             residency_test: pipeline.cfg.opt.residency_test,
+            read_path: pipeline.cfg.opt.read_path,
         };
         Ok(EventLoop {
             pipeline,
@@ -232,9 +233,9 @@ impl<R: JobRunner> EventLoop<R> {
             let token = token_of(key, self.conns[key].generation);
             // 1. A response in flight goes first.
             if self.conns[key].out.is_some() {
-                if resumed.take().is_some() {
-                    // The read-ahead ran (or failed, and sendfile will say so): send this chunk.
-                    self.conns[key].out.as_mut().unwrap().mark_resident();
+                if let Some(done) = resumed.take() {
+                    // The cold chunk's job ran: send from its pipe, or the warmed pages.
+                    self.conns[key].out.as_mut().unwrap().resume(done);
                 }
                 let conn = &mut self.conns[key];
                 let out = conn.out.as_mut().unwrap();
@@ -260,10 +261,10 @@ impl<R: JobRunner> EventLoop<R> {
                         return self.wait_for(key, Interest::Write, Phase::Send);
                     }
                     SendOutcome::NotResident(job) => {
-                        bump(&pipeline.stats.readahead_jobs);
+                        pipeline.count_cold_chunk(&job);
                         match self.runner.submit(token, job) {
-                            Some(_) => {
-                                self.conns[key].out.as_mut().unwrap().mark_resident();
+                            Some(done) => {
+                                self.conns[key].out.as_mut().unwrap().resume(done);
                                 continue;
                             }
                             None => return self.wait_for(key, Interest::None, Phase::Parked),

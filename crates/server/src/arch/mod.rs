@@ -10,6 +10,7 @@ pub mod lifecycle;
 pub mod mp;
 pub mod mt;
 pub mod pool;
+pub mod read_lane;
 pub mod sped;
 pub mod uring;
 

@@ -101,7 +101,11 @@ fn refuse(pipeline: &Pipeline, conn: Connection) {
     let mut scratch = [0u8; 4096];
     let _ = sock.read(&mut scratch);
     let mut out = Outgoing::new(pipeline.overload_response(conn.peer));
-    let opts = SendOptions { zero_copy: false, residency_test: false };
+    let opts = SendOptions {
+        zero_copy: false,
+        residency_test: false,
+        read_path: crate::config::ReadPath::ReadAhead,
+    };
     let _ = out.send(&*conn.sock, opts, pipeline);
     pipeline.complete(&out.resp, out.body_sent());
     let _ = sock.shutdown(Shutdown::Write);

@@ -57,6 +57,11 @@ pub struct Args {
     /// Skip the page-cache residency test (Flash §5.7): the event loop may then block on disk.
     #[arg(long)]
     pub no_residency_test: bool,
+    /// How a chunk the residency test finds cold reaches the socket: `pipe` (a helper splices
+    /// it into a pipe that holds its pages until the loop splices them out) or `read-ahead`
+    /// (a helper reads it, then the loop sendfiles it) [default: pipe].
+    #[arg(long, value_name = "PATH")]
+    pub read_path: Option<String>,
     /// Pathname-cache capacity in entries [default: 32768].
     #[arg(long, value_name = "N")]
     pub path_cache_entries: Option<usize>,
@@ -144,6 +149,7 @@ impl Args {
             file_cache_bytes,
             small_file_bytes,
             page_yield_above,
+            read_path,
             header_timeout,
             keepalive_timeout,
             send_timeout,

@@ -55,6 +55,28 @@ impl Arch {
     }
 }
 
+/// How a file chunk found not in the page cache reaches the socket (the loop never waits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadPath {
+    /// A helper splices the chunk from the file into a pipe (waiting for the disk); the loop
+    /// splices it from the pipe into the socket. The pipe holds the pages, so memory pressure
+    /// cannot evict them in between and nothing is read twice.
+    Pipe,
+    /// A helper reads the chunk (bringing it into the page cache) and the loop then
+    /// `sendfile`s it, hoping the pages are still there (Flash's and New Flash's way).
+    ReadAhead,
+}
+
+impl ReadPath {
+    /// The `--read-path` spellings.
+    pub const NAMES: [(&'static str, ReadPath); 2] =
+        [("pipe", ReadPath::Pipe), ("read-ahead", ReadPath::ReadAhead)];
+
+    fn parse(s: &str) -> Option<ReadPath> {
+        Self::NAMES.into_iter().find(|(n, _)| *n == s).map(|(_, r)| r)
+    }
+}
+
 /// Where the access log goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AccessLog {
@@ -79,6 +101,8 @@ pub struct Optimizations {
     pub zero_copy: bool,
     /// Page-cache residency test before sending file data from an event loop.
     pub residency_test: bool,
+    /// What happens to a chunk the residency test finds cold.
+    pub read_path: ReadPath,
 }
 
 /// The resolved, validated configuration.
@@ -237,6 +261,12 @@ impl Config {
             }
             other => other,
         };
+        let read_path = match a.read_path.as_deref() {
+            None => ReadPath::Pipe,
+            Some(s) => ReadPath::parse(s).ok_or_else(|| {
+                ConfigError(format!("--read-path '{s}' is not one of: pipe, read-ahead"))
+            })?,
+        };
         Ok(Config {
             root,
             listen,
@@ -253,6 +283,7 @@ impl Config {
                 file_cache: !a.no_file_cache,
                 zero_copy: !a.no_zero_copy,
                 residency_test: !a.no_residency_test,
+                read_path,
             },
             path_cache_entries: positive(
                 "path-cache-entries",

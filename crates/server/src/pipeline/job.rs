@@ -10,6 +10,7 @@
 use super::translate::{TranslateRequest, Translation, translate};
 use crate::cache::{FileEntry, PagePolicy};
 use crate::config::Config;
+use amped_sys::pipe::PagePipe;
 use amped_sys::residency;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
@@ -40,6 +41,22 @@ pub enum Job {
         offset: u64,
         /// Length of the range.
         len: u64,
+        /// When the response began: helpers serve the oldest response first.
+        since: Instant,
+    },
+    /// Move up to `len` bytes of `file` at `offset` into `pipe` (`--read-path pipe`): the
+    /// pipe then holds the pages until the event loop splices them into the socket.
+    Fill {
+        /// The file.
+        file: Arc<FileEntry>,
+        /// Start of the range.
+        offset: u64,
+        /// Length of the range (at most the pipe's capacity is moved).
+        len: u64,
+        /// The response's pipe, empty; it comes back in [`JobDone::Filled`].
+        pipe: PagePipe,
+        /// When the response began: helpers serve the oldest response first.
+        since: Instant,
     },
 }
 
@@ -50,6 +67,8 @@ pub enum JobDone {
     Resolved(Resolved),
     /// The pages of a [`Job::ReadAhead`] were read (or the read failed; the send will tell).
     ReadAhead,
+    /// A [`Job::Fill`] ran: its pipe, and the bytes moved (0: the file ended early).
+    Filled(PagePipe, io::Result<usize>),
     /// The job panicked (a bug): the request is answered 500 and its connection closed, rather
     /// than left waiting for a result that will never come.
     Failed,
@@ -108,10 +127,24 @@ impl Job {
                     at: Instant::now(),
                 })
             }
-            Job::ReadAhead { file, offset, len } => {
+            Job::ReadAhead { file, offset, len, .. } => {
                 read_ahead(&file.file, offset, len);
                 JobDone::ReadAhead
             }
+            Job::Fill { file, offset, len, mut pipe, .. } => {
+                let moved = pipe.fill(&file.file, offset, len as usize);
+                JobDone::Filled(pipe, moved)
+            }
+        }
+    }
+
+    /// When the work this job serves began, for the jobs that move file data (the read
+    /// lane serves the oldest first, so a large file's later chunks do not queue behind
+    /// every newer request); `None` for metadata jobs.
+    pub fn since(&self) -> Option<Instant> {
+        match self {
+            Job::Resolve { .. } => None,
+            Job::ReadAhead { since, .. } | Job::Fill { since, .. } => Some(*since),
         }
     }
 }

@@ -382,6 +382,14 @@ impl Pipeline {
         Step::Block(job)
     }
 
+    /// Counts a job for a cold body chunk (and whether it fills a pipe).
+    pub fn count_cold_chunk(&self, job: &Job) {
+        bump(&self.stats.readahead_jobs);
+        if matches!(job, Job::Fill { .. }) {
+            bump(&self.stats.pipe_fills);
+        }
+    }
+
     /// Runs a job on the calling thread (blocking).
     pub fn run_job(&self, job: Job) -> JobDone {
         job.run(&self.cfg, &self.caches.pages)

@@ -1,0 +1,138 @@
+//! The read lane's queue: jobs that move file data, served oldest response first.
+//!
+//! A FIFO of jobs serves a large file badly when the disk is the bottleneck: each of its
+//! chunks joins the back of the queue, behind every request that arrived since the file's
+//! first chunk, so a 50 MB transfer queues a hundred times and can wait minutes. Ordering by
+//! when the *response* began instead makes a transfer in progress go ahead of newer requests,
+//! while a connection has at most one job queued, so one large file takes at most one helper
+//! at a time and never all of them. Equal ages keep submission order.
+
+use crate::pipeline::Job;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::{Condvar, Mutex};
+use std::time::Instant;
+
+/// A blocking queue of `(token, job)` taken oldest `Job::since` first.
+#[derive(Default)]
+pub struct ReadLane {
+    state: Mutex<State>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    heap: BinaryHeap<Reverse<Queued>>,
+    next_seq: u64,
+    closed: bool,
+}
+
+struct Queued {
+    since: Instant,
+    seq: u64,
+    token: u64,
+    job: Job,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        (self.since, self.seq) == (other.since, other.seq)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.since, self.seq).cmp(&(other.since, other.seq))
+    }
+}
+
+impl ReadLane {
+    /// Queues `job` for `token`; a job without an age counts as beginning now.
+    pub fn push(&self, token: u64, job: Job) {
+        let since = job.since().unwrap_or_else(Instant::now);
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let seq = st.next_seq;
+        st.next_seq += 1;
+        st.heap.push(Reverse(Queued { since, seq, token, job }));
+        drop(st);
+        self.ready.notify_one();
+    }
+
+    /// The oldest job, waiting for one; `None` once the lane is closed (jobs still queued
+    /// then are dropped: their connections are going away with the loop).
+    pub fn pop(&self) -> Option<(u64, Job)> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if st.closed {
+                return None;
+            }
+            if let Some(Reverse(q)) = st.heap.pop() {
+                return Some((q.token, q.job));
+            }
+            st = self.ready.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Jobs waiting.
+    pub fn len(&self) -> usize {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).heap.len()
+    }
+
+    /// Whether no job waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Wakes every waiting helper and makes them return.
+    pub fn close(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.ready.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::FileEntry;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    fn read_job(since: Instant) -> Job {
+        let path = std::env::current_exe().unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let meta = file.metadata().unwrap();
+        let entry = Arc::new(FileEntry::new(path, file, &meta, None));
+        Job::ReadAhead { file: entry, offset: 0, len: 1, since }
+    }
+
+    #[test]
+    fn the_oldest_response_goes_first_and_equal_ages_keep_their_order() {
+        let lane = ReadLane::default();
+        let t0 = Instant::now();
+        lane.push(1, read_job(t0 + Duration::from_millis(30)));
+        lane.push(2, read_job(t0 + Duration::from_millis(10)));
+        lane.push(3, read_job(t0 + Duration::from_millis(10)));
+        lane.push(4, read_job(t0));
+        assert_eq!(lane.len(), 4);
+        let order: Vec<u64> = (0..4).map(|_| lane.pop().unwrap().0).collect();
+        assert_eq!(order, [4, 2, 3, 1]);
+        assert!(lane.is_empty());
+    }
+
+    #[test]
+    fn close_releases_a_waiting_helper() {
+        let lane = Arc::new(ReadLane::default());
+        let waiter = {
+            let lane = lane.clone();
+            std::thread::spawn(move || lane.pop().is_none())
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        lane.close();
+        assert!(waiter.join().unwrap(), "pop returns None once closed");
+    }
+}

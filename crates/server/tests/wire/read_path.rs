@@ -1,0 +1,128 @@
+//! The read path of cold file data, for real: chunks found not resident go through a pipe
+//! filled by a helper (`--read-path pipe`, the default) or a read-ahead (`--read-path
+//! read-ahead`), and either way the body is exact — also when the file's pages are evicted
+//! again and again while it is being sent (the race between the residency test and the send).
+//! These tests name their architecture and do not go through `arch_tests!`.
+
+use crate::amped_helpers::evict;
+use crate::common::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const STATS: &str = "/.amped/stats";
+const LEN: usize = 6 << 20;
+
+fn fill(root: &std::path::Path) {
+    write(root, "big.bin", pseudo_random(LEN, 7));
+    write(root, "small.txt", "hello\n");
+}
+
+/// GETs `path` reading slowly (64 KiB, then a pause) and returns the body.
+fn slow_get(s: &Server, path: &str) -> Vec<u8> {
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(c, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut all = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = c.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        all.extend_from_slice(&buf[..n]);
+        thread::sleep(Duration::from_micros(300));
+    }
+    let split = all.windows(4).position(|w| w == b"\r\n\r\n").expect("a head") + 4;
+    assert!(all.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&all[..split]));
+    all.split_off(split)
+}
+
+/// Fetches the cold file with the given extra options, evicting its pages over and over while
+/// it is sent, and returns the stats afterwards.
+fn cold_fetch_under_eviction(arch: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["--stats-path", STATS];
+    args.extend_from_slice(extra);
+    let s = Server::start(&["--arch", arch], &args, fill);
+    let path = s.path("big.bin");
+    evict(&path);
+    let stop = AtomicBool::new(false);
+    let body = thread::scope(|scope| {
+        scope.spawn(|| {
+            let file = std::fs::File::open(&path).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+                amped_sys::residency::evict(&file).unwrap();
+                thread::sleep(Duration::from_millis(2));
+            }
+        });
+        let body = slow_get(&s, "/big.bin");
+        stop.store(true, Ordering::Relaxed);
+        body
+    });
+    assert!(body == pseudo_random(LEN, 7), "body differs ({} bytes)", body.len());
+    stats(s.addr, STATS)
+}
+
+/// amped's default: cold chunks go through pipes; the body is exact although its pages keep
+/// being evicted while it is sent.
+#[test]
+fn amped_pipe_path_is_exact_under_eviction() {
+    let st = cold_fetch_under_eviction("amped", &[]);
+    assert!(counter(&st, "residency_misses") >= 1, "{st}");
+    assert!(counter(&st, "pipe_fills") >= 1, "no pipe fill: {st}");
+    assert_eq!(counter(&st, "pipe_fills"), counter(&st, "readahead_jobs"), "{st}");
+}
+
+/// `--read-path read-ahead`: Flash's way, no pipes; still exact.
+#[test]
+fn amped_read_ahead_path_is_exact_under_eviction() {
+    let st = cold_fetch_under_eviction("amped", &["--read-path", "read-ahead"]);
+    assert!(counter(&st, "readahead_jobs") >= 1, "{st}");
+    assert_eq!(counter(&st, "pipe_fills"), 0, "{st}");
+}
+
+/// sped fills its pipes inline (the loop waits, as SPED does) and is exact too.
+#[test]
+fn sped_pipe_path_is_exact_under_eviction() {
+    let st = cold_fetch_under_eviction("sped", &[]);
+    assert!(counter(&st, "pipe_fills") >= 1, "{st}");
+    assert_eq!(counter(&st, "jobs_helper"), 0, "{st}");
+}
+
+/// `--no-zero-copy` has no pipes (the body is copied anyway): cold chunks are read ahead.
+#[test]
+fn no_zero_copy_reads_ahead_instead_of_filling_pipes() {
+    let st = cold_fetch_under_eviction("amped", &["--no-zero-copy"]);
+    assert_eq!(counter(&st, "pipe_fills"), 0, "{st}");
+}
+
+/// A bad `--read-path` is one line and exit status 2.
+#[test]
+fn unknown_read_path_is_refused() {
+    let out =
+        std::process::Command::new(binary()).args(["--read-path", "mmap", "."]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--read-path 'mmap'") && err.lines().count() == 1, "{err}");
+}
+
+/// While one client receives a cold large file, cached small files are answered on other
+/// connections and both are exact, whichever read path.
+#[test]
+fn cached_and_cold_requests_interleave() {
+    for path in ["pipe", "read-ahead"] {
+        let s = Server::start(&["--arch", "amped"], &["--read-path", path], fill);
+        s.get("/small.txt").assert_status(200);
+        evict(&s.path("big.bin"));
+        thread::scope(|scope| {
+            let big = scope.spawn(|| slow_get(&s, "/big.bin").len());
+            for _ in 0..20 {
+                s.get("/small.txt").assert_status(200);
+            }
+            assert_eq!(big.join().unwrap(), LEN);
+        });
+    }
+}

@@ -1,0 +1,173 @@
+//! A kernel pipe used as a page holder between the disk and a socket: `splice` moves page
+//! *references* from a file's page cache into the pipe (blocking only on the disk, which a
+//! helper does) and from the pipe into a socket (never blocking, which the event loop does).
+//!
+//! Why a pipe and not a read-ahead: pages a helper merely reads into the page cache can be
+//! reclaimed again before the event loop's `sendfile` reaches them when memory is tight (New
+//! Flash's race), and then they are read from the disk twice. Pages held by a pipe are
+//! referenced, so reclaim cannot take them, and nothing is copied on the way.
+
+use rustix::pipe::{PipeFlags, SpliceFlags};
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+
+/// A non-blocking pipe and how many bytes it holds.
+#[derive(Debug)]
+pub struct PagePipe {
+    read: OwnedFd,
+    write: OwnedFd,
+    capacity: usize,
+    held: usize,
+}
+
+impl PagePipe {
+    /// A pipe that holds up to `want` bytes if the kernel grants it (`F_SETPIPE_SZ`; an
+    /// unprivileged user past `fs.pipe-user-pages-soft` keeps the default 64 KiB).
+    pub fn new(want: usize) -> io::Result<PagePipe> {
+        let (read, write) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
+        let capacity = match rustix::pipe::fcntl_setpipe_size(&write, want) {
+            Ok(n) => n,
+            Err(_) => rustix::pipe::fcntl_getpipe_size(&write)?,
+        };
+        Ok(PagePipe { read, write, capacity, held: 0 })
+    }
+
+    /// Bytes the pipe can hold.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Bytes in the pipe, not yet sent.
+    pub fn held(&self) -> usize {
+        self.held
+    }
+
+    /// Moves up to `len` bytes of `file` at `offset` into the pipe, waiting for the disk as long
+    /// as it takes (run it where blocking is allowed). Stops early at the end of the file or
+    /// when the pipe is full. Returns the bytes moved (0: the file ended at `offset`, or the
+    /// pipe had no room). Splicing from a file waits for the disk even on a non-blocking pipe
+    /// (Linux ≥ 4.17).
+    pub fn fill(&mut self, file: &File, offset: u64, len: usize) -> io::Result<usize> {
+        let mut pos = offset;
+        let want = len.min(self.capacity - self.held);
+        let mut moved = 0;
+        while moved < want {
+            match rustix::pipe::splice(
+                file,
+                Some(&mut pos),
+                &self.write,
+                None,
+                want - moved,
+                SpliceFlags::MOVE | SpliceFlags::NONBLOCK,
+            ) {
+                Ok(0) => break,
+                Ok(n) => {
+                    moved += n;
+                    self.held += n;
+                }
+                Err(rustix::io::Errno::AGAIN) if moved > 0 => break,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Moves up to `len` held bytes into `sock` without blocking (`WouldBlock` when the socket
+    /// is full); `more` tells the socket further data follows (`SPLICE_F_MORE`).
+    pub fn drain_to(&mut self, sock: impl AsFd, len: usize, more: bool) -> io::Result<usize> {
+        let mut flags = SpliceFlags::MOVE | SpliceFlags::NONBLOCK;
+        if more {
+            flags |= SpliceFlags::MORE;
+        }
+        let n = rustix::pipe::splice(&self.read, None, sock, None, len.min(self.held), flags)?;
+        self.held -= n;
+        Ok(n)
+    }
+
+    /// Throws away whatever the pipe holds (a response abandoned half-way), so the pipe can
+    /// be used again. Returns false if it could not be emptied (then drop it instead).
+    pub fn discard(&mut self) -> bool {
+        let mut scratch = [0u8; 16 << 10];
+        while self.held > 0 {
+            match rustix::io::read(&self.read, &mut scratch) {
+                Ok(0) => return false,
+                Ok(n) => self.held -= n.min(self.held),
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::{TcpListener, TcpStream};
+
+    fn temp_file(bytes: &[u8]) -> (std::path::PathBuf, File) {
+        let dir = std::env::temp_dir().join(format!("amped-pipe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("f{}", bytes.len()));
+        std::fs::write(&path, bytes).unwrap();
+        let f = File::open(&path).unwrap();
+        (path, f)
+    }
+
+    #[test]
+    fn fills_from_a_file_and_drains_into_a_socket_in_order() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let (path, file) = temp_file(&data);
+        let mut pipe = PagePipe::new(256 << 10).unwrap();
+        assert!(pipe.capacity() >= 64 << 10);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut client = client;
+            client.read_to_end(&mut got).unwrap();
+            got
+        });
+        let mut sent = 0u64;
+        while sent < data.len() as u64 {
+            let moved = pipe.fill(&file, sent, data.len() - sent as usize).unwrap();
+            assert!(moved > 0);
+            assert_eq!(pipe.held(), moved);
+            while pipe.held() > 0 {
+                match pipe.drain_to(&server, pipe.held(), true) {
+                    Ok(n) => sent += n as u64,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(std::time::Duration::from_millis(1))
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+        assert_eq!(pipe.fill(&file, data.len() as u64, 10).unwrap(), 0, "end of file");
+        drop(server);
+        assert_eq!(reader.join().unwrap(), data);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn fill_waits_for_evicted_pages_stops_at_capacity_and_discard_empties() {
+        let data = vec![5u8; 200_000];
+        let (path, file) = temp_file(&data);
+        crate::residency::evict(&file).unwrap();
+        let mut pipe = PagePipe::new(64 << 10).unwrap();
+        let cap = pipe.capacity();
+        assert_eq!(pipe.fill(&file, 0, data.len()).unwrap(), cap);
+        assert_eq!(pipe.fill(&file, cap as u64, 10).unwrap(), 0, "full pipe takes nothing");
+        assert!(pipe.discard());
+        assert_eq!(pipe.held(), 0);
+        assert_eq!(pipe.fill(&file, 0, 100).unwrap(), 100);
+        let mut rd = File::from(pipe.read.try_clone().unwrap());
+        let mut buf = [0u8; 100];
+        rd.read_exact(&mut buf).unwrap();
+        assert_eq!(buf, [5u8; 100]);
+        std::fs::remove_file(path).unwrap();
+    }
+}
