@@ -22,30 +22,39 @@ pub struct ReadLane {
 
 #[derive(Default)]
 struct State {
-    heap: BinaryHeap<Reverse<Queued>>,
+    heap: BinaryHeap<Reverse<Aged<(u64, Job)>>>,
     next_seq: u64,
     closed: bool,
 }
 
-struct Queued {
+/// An item ordered by the age of the response it serves, then by when it was queued: the
+/// order of both of amped's disk queues (this lane and io_uring's disk gate).
+pub(crate) struct Aged<T> {
     since: Instant,
     seq: u64,
-    token: u64,
-    job: Job,
+    /// What waits.
+    pub item: T,
 }
 
-impl PartialEq for Queued {
+impl<T> Aged<T> {
+    /// `item`, serving a response that began at `since`, queued as the `seq`-th.
+    pub fn new(since: Instant, seq: u64, item: T) -> Aged<T> {
+        Aged { since, seq, item }
+    }
+}
+
+impl<T> PartialEq for Aged<T> {
     fn eq(&self, other: &Self) -> bool {
         (self.since, self.seq) == (other.since, other.seq)
     }
 }
-impl Eq for Queued {}
-impl PartialOrd for Queued {
+impl<T> Eq for Aged<T> {}
+impl<T> PartialOrd for Aged<T> {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for Queued {
+impl<T> Ord for Aged<T> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         (self.since, self.seq).cmp(&(other.since, other.seq))
     }
@@ -58,7 +67,7 @@ impl ReadLane {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let seq = st.next_seq;
         st.next_seq += 1;
-        st.heap.push(Reverse(Queued { since, seq, token, job }));
+        st.heap.push(Reverse(Aged::new(since, seq, (token, job))));
         drop(st);
         self.ready.notify_one();
     }
@@ -72,7 +81,7 @@ impl ReadLane {
                 return None;
             }
             if let Some(Reverse(q)) = st.heap.pop() {
-                return Some((q.token, q.job));
+                return Some(q.item);
             }
             st = self.ready.wait(st).unwrap_or_else(|e| e.into_inner());
         }

@@ -1,5 +1,6 @@
 //! What is specific to the `uring` architecture: file data comes through ring reads even when
-//! the pages were evicted (no residency test, no read-ahead helper), opens of known paths go
+//! the pages were evicted (no read-ahead helper; cold chunks wait for one of `--helpers` disk
+//! slots, oldest response first), opens of known paths go
 //! through the ring (no helper job), big files and many connections at once, `--instances`,
 //! graceful shutdown in the middle of downloads, and the one-line error when the kernel
 //! refuses io_uring. These tests name their architecture and do not go through `arch_tests!`.
@@ -55,11 +56,12 @@ fn fill(root: &Path) {
     }
 }
 
-/// Evicted files are served byte-identically, concurrently, through ring reads: no residency
-/// misses and no read-ahead jobs are ever recorded (those belong to the epoll loops).
+/// Evicted files are served byte-identically, concurrently, through ring reads — with one
+/// disk slot, so three of the four wait at the disk gate: the cold chunks are counted as
+/// residency misses, and no read-ahead job is ever recorded (those belong to the epoll loops).
 #[test]
 fn uring_evicted_files_byte_identical() {
-    let s = Server::start(&URING, &["--stats-path", STATS], fill);
+    let s = Server::start(&URING, &["--stats-path", STATS, "--helpers", "1"], fill);
     for i in 0..4 {
         evict(&s.path(&format!("cold{i}.bin")));
     }
@@ -82,7 +84,7 @@ fn uring_evicted_files_byte_identical() {
     r.assert_status(206);
     assert!(r.body == expect[1_000_000..3_000_000], "evicted range differs");
     let st = stats(s.addr, STATS);
-    assert_eq!(counter(&st, "residency_misses"), 0, "{st}");
+    assert!(counter(&st, "residency_misses") >= 5, "{st}");
     assert_eq!(counter(&st, "readahead_jobs"), 0, "{st}");
 }
 

@@ -17,6 +17,7 @@
 //! the accept unarmed; SIGTERM cancels the accept (closing the port), closes idle connections
 //! and lets the others finish within `--shutdown-timeout`.
 
+mod disk_gate;
 mod open;
 mod send;
 
@@ -27,7 +28,9 @@ use crate::pipeline::translate::Translation;
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
 use amped_sys::listen::is_fd_exhaustion;
+use amped_sys::residency;
 use amped_sys::uring::{Completion, Event, OpId, Ring};
+use disk_gate::{ColdRead, DiskGate};
 use open::{OpenStep, Opening};
 use send::{CHUNK, Next, Sending};
 use slab::Slab;
@@ -106,6 +109,8 @@ struct UringLoop {
     draining: bool,
     spare: Vec<Vec<u8>>,
     done: Vec<(u64, JobDone)>,
+    /// Cold file reads in flight and waiting.
+    gate: DiskGate,
 }
 
 impl UringLoop {
@@ -116,6 +121,7 @@ impl UringLoop {
         listener: TcpListener,
     ) -> Self {
         UringLoop {
+            gate: DiskGate::new(pipeline.cfg.helpers),
             pipeline,
             ring,
             helpers,
@@ -272,17 +278,24 @@ impl UringLoop {
                 c.deadline = Phase::Send.deadline(&self.pipeline.cfg, Instant::now());
             }
             Next::Read { file, offset, max, buf } => {
-                c.op = Some(self.ring.read(token, file.file.as_fd(), buf, offset, max));
                 c.phase = Phase::Parked;
+                let cold = !residency::is_resident(&file.file, offset, max as u64).unwrap_or(true);
+                if cold {
+                    bump(&self.pipeline.stats.residency_misses);
+                    if !self.gate.try_start() {
+                        let since = out.since;
+                        return self.gate.wait(since, ColdRead { token, file, offset, max, buf });
+                    }
+                    out.cold_read = true;
+                }
+                c.op = Some(self.ring.read(token, file.file.as_fd(), buf, offset, max));
             }
             Next::Done => {
                 let out = c.out.take().expect("a response in flight");
                 self.pipeline.complete(&out.resp, out.body_sent);
                 let close = out.resp.close;
-                if let Some(buf) = out.into_buffer()
-                    && self.spare.len() < SPARE_BUFFERS
-                {
-                    self.spare.push(buf);
+                if let Some(buf) = out.into_buffer() {
+                    self.recycle(buf);
                 }
                 if close { self.close(key) } else { self.advance(key) }
             }
@@ -406,10 +419,15 @@ impl UringLoop {
                 }
                 let out = c.out.as_mut().expect("a file read belongs to a response");
                 let n = r.unwrap_or(0);
+                let was_cold = std::mem::take(&mut out.cold_read);
                 if out.chunk_read(buf, n) {
                     self.pump(key);
                 } else {
                     self.close(key); // read error, or the file shrank under the response
+                }
+                if was_cold {
+                    self.gate.finished();
+                    self.start_waiting_reads();
                 }
             }
             Event::Opened(r) => {
@@ -465,8 +483,43 @@ impl UringLoop {
         if let Some(out) = &c.out {
             // Abandoned mid-response: log what was sent.
             self.pipeline.complete(&out.resp, out.body_sent);
+            if out.cold_read {
+                self.gate.finished();
+                self.start_waiting_reads();
+            }
         }
         drop_one(&self.pipeline.stats.connections_open);
+    }
+
+    /// Submits the oldest waiting cold reads while disk slots are free, skipping those whose
+    /// connection has gone.
+    fn start_waiting_reads(&mut self) {
+        while let Some(r) = self.gate.next() {
+            let Some(key) = self.live_key(r.token) else {
+                self.gate.finished();
+                self.recycle(r.buf);
+                continue;
+            };
+            let c = &mut self.conns[key];
+            match c.out.as_mut() {
+                Some(out) if !c.closing && c.op.is_none() => {
+                    out.cold_read = true;
+                    let op = self.ring.read(r.token, r.file.file.as_fd(), r.buf, r.offset, r.max);
+                    c.op = Some(op);
+                }
+                _ => {
+                    self.gate.finished();
+                    self.recycle(r.buf);
+                }
+            }
+        }
+    }
+
+    /// Keeps a chunk buffer for reuse.
+    fn recycle(&mut self, buf: Vec<u8>) {
+        if self.spare.len() < SPARE_BUFFERS {
+            self.spare.push(buf);
+        }
     }
 
     fn sweep(&mut self, now: Instant) {

@@ -42,6 +42,10 @@ pub(super) struct Sending {
     pub resp: Response,
     /// Body bytes sent so far (for the access log).
     pub body_sent: u64,
+    /// When sending began (the disk gate's order).
+    pub since: std::time::Instant,
+    /// The read in flight holds one of the disk gate's slots.
+    pub cold_read: bool,
     /// The unsent bytes; `None` while the ring holds them.
     gather: Option<Gather>,
     file: Option<FileLeft>,
@@ -63,6 +67,8 @@ impl Sending {
         Sending {
             resp,
             body_sent: 0,
+            since: std::time::Instant::now(),
+            cold_read: false,
             gather: Some(Gather { head, head_from: 0, body, body_range }),
             file,
         }
