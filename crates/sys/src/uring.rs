@@ -327,6 +327,18 @@ impl Ring {
         self.push(token, entry, Held::Poll)
     }
 
+    /// Whether an operation's error says it was cancelled (`ECANCELED`).
+    pub fn was_cancelled(e: &io::Error) -> bool {
+        e.raw_os_error() == Some(libc::ECANCELED)
+    }
+
+    /// One-shot poll for readability of `sock`: a connection waits for its next request this
+    /// way without lending the kernel a buffer (completes as `Event::Polled`).
+    pub fn poll_once(&mut self, token: u64, sock: BorrowedFd<'_>) -> OpId {
+        let entry = opcode::PollAdd::new(types::Fd(sock.as_raw_fd()), libc::POLLIN as u32).build();
+        self.push(token, entry, Held::Poll)
+    }
+
     /// Asks the kernel to cancel `op`. Its completion still arrives (usually `ECANCELED`,
     /// or the real result if it finished first). No effect on a finished operation.
     pub fn cancel(&mut self, op: OpId) {

@@ -50,6 +50,11 @@ const RECV_FIRST: usize = 4 << 10;
 const RECV_MORE: usize = 16 << 10;
 /// Chunk buffers kept for reuse.
 const SPARE_BUFFERS: usize = 32;
+/// A keep-alive connection idle this long gives its receive buffer back and waits with a poll
+/// instead, so thousands of idle clients cost no buffer each (the epoll loops hold none either).
+const DOZE_AFTER: Duration = Duration::from_millis(500);
+/// Emptied receive buffers kept for waking connections.
+const SPARE_RECV: usize = 64;
 
 /// Fails with the one-line reason if the kernel refuses io_uring (checked before the server
 /// announces that it listens).
@@ -94,6 +99,9 @@ struct Conn {
     partial: bool,
     out: Option<Sending>,
     opening: Option<Opening>,
+    /// Idle past [`DOZE_AFTER`]: the receive was cancelled and the connection waits with a
+    /// poll, holding no buffer (its next request gets one when it is readable).
+    dozing: bool,
 }
 
 struct UringLoop {
@@ -111,6 +119,10 @@ struct UringLoop {
     done: Vec<(u64, JobDone)>,
     /// Cold file reads in flight and waiting.
     gate: DiskGate,
+    /// Receive buffers of connections that went to sleep, for the next ones to wake.
+    spare_recv: Vec<Vec<u8>>,
+    /// Receive buffers freed since the last sweep.
+    freed_recv: usize,
 }
 
 impl UringLoop {
@@ -122,6 +134,8 @@ impl UringLoop {
     ) -> Self {
         UringLoop {
             gate: DiskGate::new(pipeline.cfg.helpers),
+            spare_recv: Vec::new(),
+            freed_recv: 0,
             pipeline,
             ring,
             helpers,
@@ -223,6 +237,7 @@ impl UringLoop {
             partial: false,
             out: None,
             opening: None,
+            dozing: false,
         });
         bump(&self.pipeline.stats.connections_accepted);
         bump(&self.pipeline.stats.connections_open);
@@ -318,7 +333,12 @@ impl UringLoop {
         c.partial = c.state.has_partial_request();
         let cap = if c.state.inbuf.is_empty() { RECV_FIRST } else { RECV_MORE };
         let want = c.state.read_hint(cfg.limits.max_head_bytes).min(cap);
-        let buf = std::mem::take(&mut c.state.inbuf);
+        let mut buf = std::mem::take(&mut c.state.inbuf);
+        if buf.capacity() == 0
+            && let Some(spare) = self.spare_recv.pop()
+        {
+            buf = spare;
+        }
         c.op = Some(self.ring.recv(token, c.sock.as_fd(), buf, want));
     }
 
@@ -385,6 +405,15 @@ impl UringLoop {
         if c.closing {
             return self.finalize(key);
         }
+        if c.dozing {
+            return self.on_doze_event(key, token, event);
+        }
+        self.on_conn_event_awake(key, event);
+    }
+
+    /// A completion for a connection that is not dozing.
+    fn on_conn_event_awake(&mut self, key: usize, event: Event) {
+        let c = &mut self.conns[key];
         match event {
             Event::Received(r, buf) => {
                 c.state.inbuf = buf;
@@ -440,6 +469,35 @@ impl UringLoop {
                 self.on_open_step(key, step);
             }
             Event::Accepted(_) | Event::Polled(_) => {}
+        }
+    }
+
+    /// A completion for a dozing connection: the cancelled receive (then wait with a poll,
+    /// keeping the buffer for another connection), or the poll (then receive again). A
+    /// receive that won the race with its cancellation is handled as usual.
+    fn on_doze_event(&mut self, key: usize, token: u64, event: Event) {
+        let c = &mut self.conns[key];
+        match event {
+            Event::Received(Err(e), mut buf) if Ring::was_cancelled(&e) && buf.is_empty() => {
+                if self.spare_recv.len() < SPARE_RECV {
+                    buf.clear();
+                    self.spare_recv.push(buf);
+                } else {
+                    self.freed_recv += 1;
+                }
+                c.op = Some(self.ring.poll_once(token, c.sock.as_fd()));
+            }
+            Event::Polled(Ok(())) => {
+                c.dozing = false;
+                self.receive(key);
+            }
+            event => {
+                c.dozing = false;
+                if matches!(event, Event::Polled(_)) {
+                    return self.close(key); // the poll failed
+                }
+                self.on_conn_event_awake(key, event);
+            }
         }
     }
 
@@ -523,6 +581,7 @@ impl UringLoop {
     }
 
     fn sweep(&mut self, now: Instant) {
+        self.doze_idle(now);
         let expired: Vec<usize> = self
             .conns
             .iter()
@@ -542,6 +601,30 @@ impl UringLoop {
                     self.ring.cancel(op);
                 }
                 _ => self.close(key),
+            }
+        }
+    }
+
+    /// Cancels the receive of every keep-alive connection idle for [`DOZE_AFTER`]; its
+    /// completion puts the connection to sleep (see `on_doze_event`).
+    fn doze_idle(&mut self, now: Instant) {
+        if std::mem::take(&mut self.freed_recv) >= SPARE_RECV {
+            // Many buffers went back to the allocator since the last sweep: let the kernel
+            // have their pages (they are scattered through the heap, so they would stay).
+            amped_sys::memory::trim_heap();
+        }
+        let keepalive = self.pipeline.cfg.keepalive_timeout;
+        for (_, c) in self.conns.iter_mut() {
+            let idle_since = c.deadline.checked_sub(keepalive);
+            if c.phase == Phase::Idle
+                && !c.dozing
+                && !c.closing
+                && c.out.is_none()
+                && idle_since.is_some_and(|t| now.saturating_duration_since(t) >= DOZE_AFTER)
+                && let Some(op) = c.op
+            {
+                c.dozing = true;
+                self.ring.cancel(op);
             }
         }
     }
