@@ -14,7 +14,7 @@ use crate::diskemu::{CgroupStats, DiskEmulation, Method, Wanted};
 use crate::load::Measurement;
 use crate::load::ampload::Ampload;
 use crate::report::csv::{Csv, num};
-use crate::servers::ServerSpec;
+use crate::servers::{RunningServer, ServerSpec};
 
 /// What one server run produced.
 #[derive(Clone, Debug, Serialize)]
@@ -141,6 +141,22 @@ pub fn run_one(
     load: &Load,
     tag: &str,
 ) -> DiskCell {
+    run_one_watched(lab, emu, spec, root, probe, load, tag, &mut |_| {})
+}
+
+/// [`run_one`], calling `started` once the server answers, before the warm-up (e.g. to
+/// sample its stats endpoint while the load runs).
+#[allow(clippy::too_many_arguments)]
+pub fn run_one_watched(
+    lab: &Lab,
+    emu: &DiskEmulation,
+    spec: &ServerSpec,
+    root: &Path,
+    probe: &str,
+    load: &Load,
+    tag: &str,
+    started: &mut dyn FnMut(&RunningServer),
+) -> DiskCell {
     let mut cell = DiskCell {
         server: spec.label.clone(),
         measurement: None,
@@ -179,6 +195,7 @@ pub fn run_one(
     };
     // After the start and the probe: the slow disk's counters of this server's load alone.
     let fuse_start = emu.slowdisk_stats();
+    started(&server);
     let make = |urls: &Path, secs: f64| Ampload {
         url: server.url("/"),
         connections: load.connections,
