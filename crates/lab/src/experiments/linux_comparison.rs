@@ -406,7 +406,7 @@ fn threads_section(emu: &DiskEmulation, p: &Params, rows: &[Row]) -> String {
         &["server", "data set", "mean threads", "peak threads", "refused (503)"],
         &body,
     ));
-    s.push_str(&format!("\nPlus one socket thread (the epoll loop). amped runs {AMPED_DEFAULT_THREADS} threads throughout (its loop and 2 × 4 helpers).\n\n"));
+    s.push_str(&format!("\nPlus one socket thread (the epoll loop). amped with its defaults runs {AMPED_DEFAULT_THREADS} threads throughout (its loop and 2 lanes × `--helpers 4`).\n\n"));
     s
 }
 
@@ -440,7 +440,13 @@ fn comparison(emu: &DiskEmulation, p: &Params, rows: &[Row], labels: &[String]) 
                 verdict(r >= 0.95)
             ));
         }
-        if let Some((a, av)) = apache(rows, labels, scale) {
+        let apache_ran = apache(rows, labels, scale);
+        if apache_ran.is_none() {
+            parts.push(
+                "old Flash ≥ Apache and Apache ≈ Haboob not checked (no Apache measured)".into(),
+            );
+        }
+        if let Some((a, av)) = apache_ran {
             if has("sped") {
                 let r = ratio(o, av);
                 parts.push(format!(
@@ -511,7 +517,7 @@ fn parallelism(emu: &DiskEmulation, p: &Params, rows: &[Row]) -> String {
             }
             (true, false) => "its extra threads cost it no throughput here",
             (false, true) => {
-                "it is behind without running more threads than amped, so thread count alone does not explain it here (its batching and the loop's hand-offs do)"
+                "it is behind without running more threads than amped, so thread count alone does not explain it here"
             }
             (false, false) => "neither more threads nor less throughput than amped",
         };
