@@ -348,19 +348,9 @@ pub struct CapacityArgs {
 
 #[derive(Debug, Args)]
 pub struct LinuxComparisonArgs {
+    /// The capacity experiment's options: its load and data sets are this one's.
     #[command(flatten)]
-    pub common: CommonArgs,
-    #[command(flatten)]
-    pub disk: DiskArgs,
-    /// Data-set sizes as multiples of the memory limit (the paper's 0.5/1.5/3.3 GB on 1 GB).
-    #[arg(long, value_delimiter = ',')]
-    pub scales: Option<Vec<f64>>,
-    /// Concurrent connections (closed loop, infinite demand).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub connections: Option<u32>,
-    /// Requests per persistent connection.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
-    pub requests_per_conn: u32,
+    pub capacity: CapacityArgs,
     /// How often staged's stats endpoint is sampled for its thread counts, ms.
     #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u64).range(10..))]
     pub sample_ms: u64,

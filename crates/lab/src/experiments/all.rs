@@ -95,11 +95,13 @@ pub fn run(a: &AllArgs) -> Result<Vec<PathBuf>, String> {
             "linux-comparison",
             Box::new(move || {
                 super::linux_comparison::run(&LinuxComparisonArgs {
-                    common: common("linux-comparison"),
-                    disk: a.disk.clone(),
-                    scales: None,
-                    connections: None,
-                    requests_per_conn: 5,
+                    capacity: CapacityArgs {
+                        common: common("linux-comparison"),
+                        disk: a.disk.clone(),
+                        scales: None,
+                        connections: None,
+                        requests_per_conn: 5,
+                    },
                     sample_ms: 250,
                 })
             }),

@@ -262,6 +262,56 @@ pub fn run_one_watched(
     cell
 }
 
+/// A SPECweb99-like file set of `scale` × the memory limit and its closed-loop load (the
+/// capacity experiments' workload: a measured trace and a different warm-up draw).
+pub struct ScaledSet {
+    pub set: crate::datasets::specweb::FileSet,
+    /// The measured trace's first path, a file that exists (for the start-up probe).
+    pub probe: String,
+    pub load: Load,
+}
+
+/// The closed-loop shape of a [`ScaledSet`]'s load.
+pub struct ClosedLoop {
+    pub connections: u32,
+    pub requests_per_conn: u32,
+    pub warmup_s: f64,
+    pub duration_s: f64,
+    pub trace_len: usize,
+}
+
+/// Generates (or reuses) the file set of `scale` and writes its two traces to the run's
+/// scratch folder.
+pub fn scaled_set(
+    lab: &Lab,
+    emu: &DiskEmulation,
+    scale: f64,
+    shape: &ClosedLoop,
+) -> Result<ScaledSet, String> {
+    use crate::datasets::specweb;
+    let bytes = (emu.memory_limit_bytes as f64 * scale) as u64;
+    let set = specweb::generate(&lab.data_dir, bytes, lab.seed)
+        .map_err(|e| format!("cannot write the file set: {e}"))?;
+    let tmp = lab.run.tmp();
+    let (warm, measure) =
+        (tmp.join(format!("warm-{scale}.urls")), tmp.join(format!("measure-{scale}.urls")));
+    let trace = specweb::trace(set.dirs, shape.trace_len, lab.seed);
+    specweb::write_urls(&measure, &trace).map_err(|e| e.to_string())?;
+    specweb::write_urls(&warm, &specweb::trace(set.dirs, shape.trace_len, lab.seed + 1))
+        .map_err(|e| e.to_string())?;
+    let load = Load {
+        warm_urls: warm,
+        measure_urls: measure,
+        warmup_s: shape.warmup_s,
+        duration_s: shape.duration_s,
+        connections: shape.connections,
+        requests_per_conn: Some(shape.requests_per_conn),
+        rate: None,
+        timeout_s: 30.0,
+    };
+    Ok(ScaledSet { probe: trace[0].path(), set, load })
+}
+
 /// A path list file for ampload.
 pub fn write_urls(path: &Path, urls: &[String]) -> Result<(), String> {
     let mut text = String::with_capacity(urls.len() * 24);

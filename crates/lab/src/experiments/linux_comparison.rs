@@ -8,20 +8,21 @@
 //! summary can say whether its thread counts (the paper's "excess parallelism") explain its
 //! results.
 
+use std::time::Duration;
+
 use serde::Serialize;
 use serde_json::json;
 
-use super::diskrun::{self, DiskCell, Load};
+use super::Lab;
+use super::capacity;
+use super::diskrun::{self, DiskCell};
 use super::stage_sampler::{self, Sample, StageSampler};
-use super::{Lab, failures_section};
 use crate::cli::LinuxComparisonArgs;
-use crate::datasets::specweb;
 use crate::diskemu::DiskEmulation;
 use crate::load::Measurement;
-use crate::progress::Progress;
 use crate::report::csv::{Csv, num};
 use crate::report::markdown::table;
-use crate::servers::{ServerKind, ServerSpec};
+use crate::servers::{RunningServer, ServerKind, ServerSpec};
 use crate::stats::{fmt, ratio};
 use crate::svg::{Chart, Plot, Scale, Series};
 
@@ -50,48 +51,27 @@ pub struct Row {
     pub stage_samples: Vec<Sample>,
 }
 
+/// The capacity experiment's parameters and how often staged is sampled.
 struct Params {
-    scales: Vec<f64>,
-    connections: u32,
-    requests_per_conn: u32,
-    warmup: f64,
-    duration: f64,
-    trace_len: usize,
-    sample_every: std::time::Duration,
+    base: capacity::Params,
+    sample_every: Duration,
 }
 
 impl Params {
-    fn new(a: &LinuxComparisonArgs) -> Result<Params, String> {
-        let q = a.common.quick;
-        let scales = a
-            .scales
-            .clone()
-            .unwrap_or_else(|| if q { vec![0.5, 1.5] } else { vec![0.5, 1.5, 3.3] });
-        if scales.is_empty() || scales.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
-            return Err("--scales must be positive numbers".into());
-        }
-        Ok(Params {
-            scales,
-            connections: a.connections.unwrap_or(if q { 20 } else { 1020 }),
-            requests_per_conn: a.requests_per_conn,
-            warmup: a.common.warmup.unwrap_or(if q { 0.5 } else { 15.0 }),
-            duration: a.common.duration.unwrap_or(if q { 1.0 } else { 20.0 }),
-            trace_len: if q { 20_000 } else { 400_000 },
-            sample_every: std::time::Duration::from_millis(a.sample_ms),
-        })
-    }
-
     fn last(&self) -> f64 {
-        self.scales[self.scales.len() - 1]
+        self.base.scales[self.base.scales.len() - 1]
     }
 }
 
 /// Runs E7 and writes its folder.
 pub fn run(a: &LinuxComparisonArgs) -> Result<std::path::PathBuf, String> {
-    let q = a.common.quick;
-    let mut lab = Lab::open("linux-comparison", &a.common, DEFAULT_SERVERS)?;
-    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 })?;
-    let p = Params::new(a)?;
+    let q = a.capacity.common.quick;
+    let mut lab = Lab::open("linux-comparison", &a.capacity.common, DEFAULT_SERVERS)?;
+    let emu = diskrun::plan_disk(&lab, &a.capacity.disk, if q { 64 } else { 128 })?;
+    let p = Params {
+        base: capacity::Params::new(&a.capacity)?,
+        sample_every: Duration::from_millis(a.sample_ms),
+    };
     let rows = measure(&mut lab, &emu, &p)?;
     diskrun::write_raw(&mut lab, &["dataset_bytes", "scale"], &rows, |r| {
         (vec![r.dataset_bytes.to_string(), r.scale.to_string()], &r.cell)
@@ -99,7 +79,7 @@ pub fn run(a: &LinuxComparisonArgs) -> Result<std::path::PathBuf, String> {
     write_thread_csv(&mut lab, &rows)?;
     let figures = charts(&mut lab, &emu, &p, &rows)?;
     let s = summary(&lab, &emu, &p, &rows, &figures);
-    let params = json!({"scales": p.scales, "memory_limit_bytes": emu.memory_limit_bytes, "connections": p.connections, "requests_per_conn": p.requests_per_conn, "warmup_s": p.warmup, "duration_s": p.duration, "trace_requests": p.trace_len, "stage_sample_ms": a.sample_ms});
+    let params = json!({"scales": p.base.scales, "memory_limit_bytes": emu.memory_limit_bytes, "connections": p.base.connections, "requests_per_conn": p.base.requests_per_conn, "warmup_s": p.base.warmup, "duration_s": p.base.duration, "trace_requests": p.base.trace_len, "stage_sample_ms": a.sample_ms});
     let notes = if emu.applied() { Vec::new() } else { vec![emu.describe()] };
     lab.finish(params, Some(json!(emu)), notes, &s)
 }
@@ -121,56 +101,28 @@ fn is_staged(spec: &ServerSpec) -> bool {
 }
 
 fn measure(lab: &mut Lab, emu: &DiskEmulation, p: &Params) -> Result<Vec<Row>, String> {
-    let steps = p.scales.len() * lab.servers.len();
-    let per_cell = p.warmup + p.duration + 3.0;
-    let mut progress = Progress::new(lab.experiment, steps, steps as f64 * per_cell);
-    let mut rows = Vec::new();
-    for &scale in &p.scales {
-        let bytes = (emu.memory_limit_bytes as f64 * scale) as u64;
-        let set = specweb::generate(&lab.data_dir, bytes, lab.seed)
-            .map_err(|e| format!("cannot write the file set: {e}"))?;
-        let tmp = lab.run.tmp();
-        let (warm, measured) =
-            (tmp.join(format!("warm-{scale}.urls")), tmp.join(format!("measure-{scale}.urls")));
-        let trace = specweb::trace(set.dirs, p.trace_len, lab.seed);
-        specweb::write_urls(&measured, &trace).map_err(|e| e.to_string())?;
-        specweb::write_urls(&warm, &specweb::trace(set.dirs, p.trace_len, lab.seed + 1))
-            .map_err(|e| e.to_string())?;
-        let load = Load {
-            warm_urls: warm,
-            measure_urls: measured,
-            warmup_s: p.warmup,
-            duration_s: p.duration,
-            connections: p.connections,
-            requests_per_conn: Some(p.requests_per_conn),
-            rate: None,
-            timeout_s: 30.0,
-        };
-        let mib = set.bytes as f64 / 1048576.0;
-        for spec in lab.servers.clone() {
-            progress.step(&format!("{} on {mib:.0} MiB ({scale}× memory)", spec.label), per_cell);
-            let mut sampler = None;
-            let mut watch = |s: &crate::servers::RunningServer| {
-                if is_staged(&spec) {
-                    sampler = Some(StageSampler::start(s.port, p.sample_every));
-                }
-            };
-            let probe = trace[0].path();
-            let run_spec = observable(&spec);
-            let cell = diskrun::run_one_watched(
-                lab, emu, &run_spec, &set.root, &probe, &load, "linux", &mut watch,
-            );
-            let stage_samples = sampler.map(StageSampler::finish).unwrap_or_default();
-            match (&cell.measurement, &cell.error) {
-                (_, Some(e)) => progress.note(&format!("{}: {e}", spec.label)),
-                (Some(m), None) => progress
-                    .note(&format!("{}: {:.1} Mb/s, {:.0} req/s", spec.label, m.body_mbps, m.rps)),
-                (None, None) => {}
+    let cells = capacity::measure_with(lab, emu, &p.base, |lab, spec, s| {
+        let mut sampler = None;
+        let mut watch = |server: &RunningServer| {
+            if is_staged(spec) {
+                sampler = Some(StageSampler::start(server.port, p.sample_every));
             }
-            rows.push(Row { dataset_bytes: set.bytes, scale, cell, stage_samples });
-        }
-    }
-    Ok(rows)
+        };
+        let (root, probe, load) = (&s.set.root, &s.probe, &s.load);
+        let run_spec = observable(spec);
+        let cell =
+            diskrun::run_one_watched(lab, emu, &run_spec, root, probe, load, "linux", &mut watch);
+        (cell, sampler.map(StageSampler::finish).unwrap_or_default())
+    })?;
+    Ok(cells
+        .into_iter()
+        .map(|(dataset_bytes, scale, cell, stage_samples)| Row {
+            dataset_bytes,
+            scale,
+            cell,
+            stage_samples,
+        })
+        .collect())
 }
 
 /// staged-threads.csv: one line per (server, data set, sample, stage).
@@ -220,14 +172,14 @@ fn charts(
     let workload = format!(
         "SPECweb99-like sets, {} MiB memory limit, {} closed-loop clients × {} requests/connection; {}",
         emu.memory_limit_bytes >> 20,
-        p.connections,
-        p.requests_per_conn,
+        p.base.connections,
+        p.base.requests_per_conn,
         emu.short()
     );
-    let categories: Vec<String> = p.scales.iter().map(|&s| scale_name(emu, s)).collect();
+    let categories: Vec<String> = p.base.scales.iter().map(|&s| scale_name(emu, s)).collect();
     let series = labels
         .iter()
-        .map(|l| (l.clone(), p.scales.iter().map(|&s| mbps(rows, l, s)).collect()))
+        .map(|l| (l.clone(), p.base.scales.iter().map(|&s| mbps(rows, l, s)).collect()))
         .collect();
     let mut figures = vec![
         lab.run
@@ -298,7 +250,7 @@ fn charts(
                         title: "staged (Haboob): threads per stage over time".into(),
                         subtitle: format!(
                             "{workload}; warm-up {} s then {} s measured",
-                            p.warmup, p.duration
+                            p.base.warmup, p.base.duration
                         ),
                         x_label: "time since the server started (s)".into(),
                         y_label: "threads in the stage".into(),
@@ -317,23 +269,23 @@ fn summary(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figures: &[
     let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
     let workload = format!(
         "SPECweb99-like file sets of {} × the server's {} MiB memory limit (the paper: 500 MB / 1.5 GB / 3.3 GB on a 1 GB machine, the same ratios), Zipf trace; {} closed-loop clients, {} requests per persistent connection (infinite demand); {} s warm-up, {} s measured. Haboob = `staged`, old Flash = `sped`, New Flash = `amped`",
-        p.scales.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" / "),
+        p.base.scales.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" / "),
         emu.memory_limit_bytes >> 20,
-        p.connections,
-        p.requests_per_conn,
-        p.warmup,
-        p.duration
+        p.base.connections,
+        p.base.requests_per_conn,
+        p.base.warmup,
+        p.base.duration
     );
     let mut s =
         lab.summary_head("E7 Linux comparison (DeBox 2004, Table 10 and Figure 12)", &workload);
     s.push_str(&format!("Disk: {}\n\n## Throughput (Mb/s)\n\n", emu.describe()));
     let mut header = vec!["server".to_string()];
-    header.extend(p.scales.iter().map(|&sc| scale_name(emu, sc)));
+    header.extend(p.base.scales.iter().map(|&sc| scale_name(emu, sc)));
     let body: Vec<Vec<String>> = labels
         .iter()
         .map(|l| {
             std::iter::once(l.clone())
-                .chain(p.scales.iter().map(|&sc| fmt(mbps(rows, l, sc), 1)))
+                .chain(p.base.scales.iter().map(|&sc| fmt(mbps(rows, l, sc), 1)))
                 .collect()
         })
         .collect();
@@ -367,16 +319,7 @@ fn summary(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figures: &[
     s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
     s.push_str("\n\n## Compared with the paper\n\n");
     s.push_str(&comparison(emu, p, rows, &labels));
-    let failures: Vec<String> = rows
-        .iter()
-        .filter_map(|r| {
-            r.cell
-                .error
-                .as_ref()
-                .map(|e| format!("{} MiB {}: {e}", r.dataset_bytes >> 20, r.cell.server))
-        })
-        .collect();
-    s.push_str(&failures_section(&failures));
+    s.push_str(&capacity::cell_failures(rows.iter().map(|r| (r.dataset_bytes, &r.cell))));
     s
 }
 
@@ -386,8 +329,8 @@ fn threads_section(emu: &DiskEmulation, p: &Params, rows: &[Row]) -> String {
         .iter()
         .filter(|r| !r.stage_samples.is_empty())
         .map(|r| {
-            let (mean, peak) =
-                stage_sampler::threads_mean_peak(&r.stage_samples, p.warmup).unwrap_or((0.0, 0));
+            let (mean, peak) = stage_sampler::threads_mean_peak(&r.stage_samples, p.base.warmup)
+                .unwrap_or((0.0, 0));
             let refused = r.stage_samples.last().map_or(0, |s| s.refused);
             vec![
                 r.cell.server.clone(),
@@ -428,7 +371,7 @@ fn comparison(emu: &DiskEmulation, p: &Params, rows: &[Row], labels: &[String]) 
     let has = |l: &str| labels.iter().any(|x| x == l);
     let mut s = String::new();
     s.push_str("Paper: New Flash ≥ old Flash ≥ Apache ≈ Haboob on throughput (Haboob below Apache on the in-memory sets, slightly above on the disk-bound one; all four alike at 3.3 GB), and Haboob's latency the worst. \"≥\" is taken as at least 0.95×, \"≈\" as within 0.67–1.5×.\n\n");
-    for &scale in &p.scales {
+    for &scale in &p.base.scales {
         let (n, o, h) =
             (mbps(rows, "amped", scale), mbps(rows, "sped", scale), mbps(rows, "staged", scale));
         let mut parts = Vec::new();
@@ -503,7 +446,7 @@ fn comparison(emu: &DiskEmulation, p: &Params, rows: &[Row], labels: &[String]) 
 fn parallelism(emu: &DiskEmulation, p: &Params, rows: &[Row]) -> String {
     let mut s = String::new();
     for r in rows.iter().filter(|r| r.cell.server == "staged" && !r.stage_samples.is_empty()) {
-        let Some((mean, peak)) = stage_sampler::threads_mean_peak(&r.stage_samples, p.warmup)
+        let Some((mean, peak)) = stage_sampler::threads_mean_peak(&r.stage_samples, p.base.warmup)
         else {
             continue;
         };
