@@ -174,7 +174,7 @@ impl Pipeline {
                     true,
                 ));
             }
-            JobDone::ReadAhead | JobDone::Failed => {
+            JobDone::ReadAhead | JobDone::Filled(..) | JobDone::Failed => {
                 c.closing = true;
                 return Step::Respond(self.error_with(
                     &req,

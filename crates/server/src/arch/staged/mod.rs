@@ -6,8 +6,8 @@
 //! ```text
 //!  socket stage (1 thread, epoll)        resolve stage (1..max threads)    read stage (1..max)
 //!  accept, read, parse, cache lookups ─► translate, open, stat, read a  ─► (results back to
-//!  send (writev / sendfile)          ◄─  small body: Job::Resolve          the socket stage)
-//!        │  page not resident ──────────────────────────────────────────► Job::ReadAhead
+//!  send (writev / sendfile / splice) ◄─  small body: Job::Resolve          the socket stage)
+//!        │  chunk not resident ─────────────────────────────────────────► Job::Fill/ReadAhead
 //!        ◄──────────────────────────── results + one eventfd ring per batch ◄──────┘
 //! ```
 //!
@@ -19,9 +19,10 @@
 //! jobs a thread takes per turn (up to `--stage-batch-max`); and the queues are bounded
 //! (`--stage-queue`), so a request whose job finds the resolve queue full is answered
 //! `503 Service Unavailable` with `Retry-After: 1` and counted in `queue_overflows`
-//! (admission control). A read-ahead finding the read queue full is not refused — the
-//! response is already under way — the socket stage then sends without waiting for the pages
-//! (the disk read happens inside `sendfile`, as under SPED).
+//! (admission control). A cold chunk's job (`Job::Fill` or `Job::ReadAhead`, per
+//! `--read-path`) finding the read queue full is not refused — the response is already under
+//! way — the socket stage runs it itself, waiting for the disk as SPED would. Stage queues are
+//! FIFO, as SEDA's are (amped's read lane serves the oldest response first instead).
 //!
 //! One control thread ticks the thread-pool controllers. Each stage's threads, peak threads,
 //! queue length, batch factor, jobs and refusals are in the stats endpoint under `stages`.
@@ -115,9 +116,14 @@ impl JobRunner for Stages {
                     Some(JobDone::Refused)
                 }
             },
-            Job::ReadAhead { .. } => match self.read.offer(token, job) {
+            Job::ReadAhead { .. } | Job::Fill { .. } => match self.read.offer(token, job) {
                 Ok(()) => None,
-                Err(_) => Some(JobDone::ReadAhead),
+                Err(job) => {
+                    // The response is under way: no 503 now. The socket stage reads the chunk
+                    // itself, as SPED would.
+                    bump(&self.pipeline.stats.jobs_inline);
+                    Some(self.pipeline.run_job(job))
+                }
             },
         }
     }
