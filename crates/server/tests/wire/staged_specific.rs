@@ -1,7 +1,8 @@
 //! What is specific to `--arch staged` (the whole suite runs against it in `arch_tests!`):
 //! the thread-pool controller grows the resolve stage under load, never beyond
 //! `--stage-threads-max`, and shrinks it back once idle; a full stage queue answers 503 with
-//! `Retry-After` and counts it; graceful shutdown answers every request already read.
+//! `Retry-After` and counts it; graceful shutdown answers every request already read; cold
+//! file chunks travel through the read stage and arrive exact under eviction.
 //!
 //! The slow job is a directory listing (`--listing`, never cached: each request is a resolve
 //! job that reads and renders a 2000-entry directory), so the resolve queue grows under a
@@ -152,4 +153,15 @@ fn staged_shutdown_answers_queued_requests() {
     }
     let status = s.wait_exit(Duration::from_secs(10)).expect("no exit after SIGTERM");
     assert!(status.success(), "exit status {status}");
+}
+
+/// Cold chunks of a large file go through the read stage (pipe fills, the default read path),
+/// and the body is exact although its pages keep being evicted while it is sent.
+#[test]
+fn staged_read_stage_carries_cold_chunks_exactly() {
+    let st = crate::read_path::cold_fetch_under_eviction("staged", &[]);
+    assert!(counter(&st, "pipe_fills") >= 1, "no pipe fill: {st}");
+    let read_jobs = st["stages"]["read"]["jobs"].as_u64().unwrap_or(0);
+    assert!(read_jobs >= 1, "the read stage ran no job: {st}");
+    assert_eq!(read_jobs + counter(&st, "jobs_inline"), counter(&st, "pipe_fills"), "{st}");
 }
