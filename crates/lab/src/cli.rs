@@ -33,6 +33,10 @@ pub enum Command {
     Capacity(CapacityArgs),
     /// E6: thread per connection (mt) vs a pool of 5 threads, measured with ab.
     PoolVsNopool(PoolArgs),
+    /// E7: the DeBox Linux comparison (Table 10, Fig 12): Apache, staged (Haboob), sped (old
+    /// Flash), amped (New Flash) and peers; throughput at three data-set sizes, latency, and
+    /// staged's thread counts over time.
+    LinuxComparison(LinuxComparisonArgs),
     /// Every experiment in turn, each into its own folder.
     All(AllArgs),
     /// apt-get install the peers and tools (root): nginx-light, apache2-bin, lighttpd, h2o,
@@ -52,7 +56,7 @@ pub struct CommonArgs {
     pub quick: bool,
 
     /// Servers to measure, comma-separated: amped architectures (sped, amped, mt, pool, mp,
-    /// uring) with options after colons (e.g. amped:instances=2, pool:threads=5,
+    /// uring, staged) with options after colons (e.g. amped:instances=2, pool:threads=5,
     /// amped:no-path-cache), and peers (nginx, nginx-aio, apache-event, apache-prefork-150,
     /// apache-prefork-300, lighttpd, h2o). Default: the experiment's list.
     #[arg(long, value_delimiter = ',')]
@@ -340,6 +344,16 @@ pub struct CapacityArgs {
     /// Requests per persistent connection.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub requests_per_conn: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct LinuxComparisonArgs {
+    /// The capacity experiment's options: its load and data sets are this one's.
+    #[command(flatten)]
+    pub capacity: CapacityArgs,
+    /// How often staged's stats endpoint is sampled for its thread counts, ms.
+    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u64).range(10..))]
+    pub sample_ms: u64,
 }
 
 #[derive(Debug, Args)]

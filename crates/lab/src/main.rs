@@ -36,6 +36,7 @@ fn main() {
         Command::DiskBound(a) => experiments::disk_bound::run(a).map(|p| vec![p]),
         Command::Capacity(a) => experiments::capacity::run(a).map(|p| vec![p]),
         Command::PoolVsNopool(a) => experiments::pool::run(a).map(|p| vec![p]),
+        Command::LinuxComparison(a) => experiments::linux_comparison::run(a).map(|p| vec![p]),
         Command::All(a) => experiments::all::run(a),
         Command::InstallPeers(a) => install::run(a.dry_run).map(|()| Vec::new()),
         Command::Slowdisk(a) => {

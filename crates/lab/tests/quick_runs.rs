@@ -100,6 +100,46 @@ fn disk_bound_without_cgroups_says_so() {
 }
 
 #[test]
+fn linux_comparison_quick() {
+    let run = amplab(&["linux-comparison", "--servers", "staged,sped,amped"]);
+    run.assert_ok();
+    let rows = run.csv("results.csv");
+    let cells: Vec<(&str, &str)> =
+        rows.iter().map(|r| (r["scale"].as_str(), r["server"].as_str())).collect();
+    assert_eq!(
+        cells,
+        vec![
+            ("0.5", "staged"),
+            ("0.5", "sped"),
+            ("0.5", "amped"),
+            ("1.5", "staged"),
+            ("1.5", "sped"),
+            ("1.5", "amped")
+        ]
+    );
+    for r in &rows {
+        assert!(f(r, "body_mbps") > 0.0 && f(r, "p50_ms") > 0.0, "{r:?}");
+    }
+    assert_eq!(run.svg_series("throughput.svg"), vec!["staged", "sped", "amped"]);
+    assert_eq!(run.svg_series("latency-cdf.svg"), vec!["staged", "sped", "amped"]);
+    let threads = run.svg_series("staged-threads.svg");
+    assert!(threads.contains(&"staged resolve @1.5×".to_string()), "{threads:?}");
+    let samples = run.csv("staged-threads.csv");
+    assert!(!samples.is_empty());
+    assert!(samples.iter().all(|s| s["server"] == "staged" && f(s, "threads") >= 1.0));
+    let summary = run.read("summary.md");
+    for needle in [
+        "Compared with the paper",
+        "amped/sped = ",
+        "Haboob worst on latency",
+        "Excess parallelism",
+        "mean threads",
+    ] {
+        assert!(summary.contains(needle), "{needle}: {summary}");
+    }
+}
+
+#[test]
 fn pool_vs_nopool_quick() {
     let run = amplab(&["pool-vs-nopool"]);
     run.assert_ok();

@@ -1,13 +1,20 @@
 //! Server counters, shared by every thread of a server instance and served as JSON on the
 //! `--stats-path` endpoint. Relaxed atomics: they are statistics, not synchronisation.
+//! Architectures with stages (`staged`) register each stage's gauges here too; they appear
+//! as a `stages` object only when there are any.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 macro_rules! counters {
     ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
         /// The counters of one server instance.
         #[derive(Default, Debug)]
-        pub struct Stats { $($(#[$doc])* pub $name: AtomicU64,)* }
+        pub struct Stats {
+            $($(#[$doc])* pub $name: AtomicU64,)*
+            /// The gauges of each stage, in pipeline order (`staged` only).
+            pub stages: Mutex<Vec<Arc<StageGauges>>>,
+        }
 
         impl Stats {
             /// The counters as a JSON object.
@@ -19,6 +26,7 @@ macro_rules! counters {
                     out.push(',');
                 )*
                 out.pop();
+                self.stages_json(&mut out);
                 out.push_str("}\n");
                 out
             }
@@ -59,8 +67,78 @@ counters! {
     accept_pauses,
     /// Connections closed by a timeout.
     timeouts,
-    /// Connections refused because the pool queue was full.
+    /// Requests refused with 503 because a queue was full (`pool`'s connection queue,
+    /// a `staged` stage queue).
     queue_overflows,
+}
+
+macro_rules! gauges {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
+        /// What one stage of a staged server looks like now (threads, queue, batch) and has
+        /// done (jobs, refusals), updated by the stage itself.
+        #[derive(Debug)]
+        pub struct StageGauges {
+            /// The stage's name (the key in the JSON).
+            pub name: &'static str,
+            $($(#[$doc])* pub $name: AtomicU64,)*
+        }
+
+        impl StageGauges {
+            /// Zeroed gauges for the stage `name`.
+            pub fn new(name: &'static str) -> StageGauges {
+                StageGauges { name, $($name: AtomicU64::new(0),)* }
+            }
+
+            fn push_json(&self, out: &mut String) {
+                out.push('"');
+                out.push_str(self.name);
+                out.push_str("\":{");
+                $(
+                    out.push_str(concat!("\"", stringify!($name), "\":"));
+                    out.push_str(&self.$name.load(Ordering::Relaxed).to_string());
+                    out.push(',');
+                )*
+                out.pop();
+                out.push('}');
+            }
+        }
+    };
+}
+
+gauges! {
+    /// Threads serving the stage now.
+    threads,
+    /// Most threads the stage has had at once.
+    peak_threads,
+    /// Jobs waiting in the stage's queue.
+    queue,
+    /// Jobs a thread takes per turn, as the batching controller last set it.
+    batch,
+    /// Jobs the stage has run.
+    jobs,
+    /// Jobs refused because the queue was full.
+    refused,
+}
+
+impl Stats {
+    /// Adds a stage's gauges to what the endpoint reports.
+    pub fn register_stage(&self, gauges: Arc<StageGauges>) {
+        self.stages.lock().unwrap_or_else(|p| p.into_inner()).push(gauges);
+    }
+
+    fn stages_json(&self, out: &mut String) {
+        let stages = self.stages.lock().unwrap_or_else(|p| p.into_inner());
+        if stages.is_empty() {
+            return;
+        }
+        out.push_str(",\"stages\":{");
+        for g in stages.iter() {
+            g.push_json(out);
+            out.push(',');
+        }
+        out.pop();
+        out.push('}');
+    }
 }
 
 /// Adds one to a counter.
@@ -86,5 +164,19 @@ mod tests {
         assert!(j.starts_with("{\"requests\":2,"), "{j}");
         assert!(j.contains("\"readahead_jobs\":0"));
         assert!(j.ends_with("}\n"));
+        assert!(!j.contains("stages"), "no stages object without stages: {j}");
+    }
+
+    #[test]
+    fn stages_appear_as_one_object_each() {
+        let s = Stats::default();
+        let g = Arc::new(StageGauges::new("resolve"));
+        g.threads.store(3, Ordering::Relaxed);
+        s.register_stage(g);
+        s.register_stage(Arc::new(StageGauges::new("read")));
+        let j: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+        assert_eq!(j["stages"]["resolve"]["threads"], 3);
+        assert_eq!(j["stages"]["read"]["queue"], 0);
+        assert_eq!(j["requests"], 0);
     }
 }

@@ -34,6 +34,7 @@ macro_rules! arch_tests {
             mp => ["--arch", "mp", "--processes", "2"],
             amped_x2 => ["--arch", "amped", "--instances", "2"],
             uring => ["--arch", "uring"],
+            staged => ["--arch", "staged"],
         );
     };
     (@expand $tests:tt $($arch:ident => $args:tt,)*) => {
@@ -84,5 +85,7 @@ mod protocol;
 mod read_path;
 #[path = "wire/real_client.rs"]
 mod real_client;
+#[path = "wire/staged_specific.rs"]
+mod staged_specific;
 #[path = "wire/uring_specific.rs"]
 mod uring_specific;

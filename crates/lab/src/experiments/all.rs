@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::cli::{
     AbGeneratorArg, AllArgs, CapacityArgs, CommonArgs, DiskBoundArgs, GeneratorArg,
-    OptimizationsArgs, PoolArgs, SingleFileArgs, TraceArgs,
+    LinuxComparisonArgs, OptimizationsArgs, PoolArgs, SingleFileArgs, TraceArgs,
 };
 
 /// Runs all experiments; the folders written, or the failures.
@@ -88,6 +88,21 @@ pub fn run(a: &AllArgs) -> Result<Vec<PathBuf>, String> {
                     small_requests: None,
                     large_requests: None,
                     generator: AbGeneratorArg::Auto,
+                })
+            }),
+        ),
+        (
+            "linux-comparison",
+            Box::new(move || {
+                super::linux_comparison::run(&LinuxComparisonArgs {
+                    capacity: CapacityArgs {
+                        common: common("linux-comparison"),
+                        disk: a.disk.clone(),
+                        scales: None,
+                        connections: None,
+                        requests_per_conn: 5,
+                    },
+                    sample_ms: 250,
                 })
             }),
         ),

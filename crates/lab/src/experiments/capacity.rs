@@ -6,13 +6,13 @@
 use serde::Serialize;
 use serde_json::json;
 
-use super::diskrun::{self, DiskCell, Load};
+use super::diskrun::{self, ClosedLoop, DiskCell, ScaledSet};
 use super::{Lab, failures_section};
 use crate::cli::CapacityArgs;
-use crate::datasets::specweb;
 use crate::diskemu::DiskEmulation;
 use crate::progress::Progress;
 use crate::report::markdown::table;
+use crate::servers::ServerSpec;
 use crate::stats::{fmt, ratio};
 use crate::svg::{Chart, Plot, Scale, Series};
 
@@ -28,18 +28,18 @@ pub struct Row {
     pub cell: DiskCell,
 }
 
-/// The run's parameters, defaults filled in.
-struct Params {
-    scales: Vec<f64>,
-    connections: u32,
-    requests_per_conn: u32,
-    warmup: f64,
-    duration: f64,
-    trace_len: usize,
+/// The run's parameters, defaults filled in (shared with E7, linux-comparison).
+pub(super) struct Params {
+    pub(super) scales: Vec<f64>,
+    pub(super) connections: u32,
+    pub(super) requests_per_conn: u32,
+    pub(super) warmup: f64,
+    pub(super) duration: f64,
+    pub(super) trace_len: usize,
 }
 
 impl Params {
-    fn new(a: &CapacityArgs) -> Result<Params, String> {
+    pub(super) fn new(a: &CapacityArgs) -> Result<Params, String> {
         let q = a.common.quick;
         let scales = a
             .scales
@@ -58,7 +58,7 @@ impl Params {
         })
     }
 
-    fn scales_text(&self) -> String {
+    pub(super) fn scales_text(&self) -> String {
         self.scales.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" / ")
     }
 }
@@ -82,35 +82,40 @@ pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
 
 /// Every (data set, server) cell, data sets generated as needed.
 fn measure(lab: &mut Lab, emu: &DiskEmulation, p: &Params) -> Result<Vec<Row>, String> {
+    let cells = measure_with(lab, emu, p, |lab, spec, s| {
+        (diskrun::run_one(lab, emu, spec, &s.set.root, &s.probe, &s.load, "cap"), ())
+    })?;
+    Ok(cells
+        .into_iter()
+        .map(|(dataset_bytes, scale, cell, ())| Row { dataset_bytes, scale, cell })
+        .collect())
+}
+
+/// Runs `run_cell` for every (data set, server) of `p`, generating each data set as needed,
+/// with progress lines; returns (data-set bytes, scale, cell, what else `run_cell` returned).
+pub(super) fn measure_with<X>(
+    lab: &mut Lab,
+    emu: &DiskEmulation,
+    p: &Params,
+    mut run_cell: impl FnMut(&Lab, &ServerSpec, &ScaledSet) -> (DiskCell, X),
+) -> Result<Vec<(u64, f64, DiskCell, X)>, String> {
     let steps = p.scales.len() * lab.servers.len();
     let per_cell = p.warmup + p.duration + 3.0;
     let mut progress = Progress::new(lab.experiment, steps, steps as f64 * per_cell);
     let mut rows = Vec::new();
+    let shape = ClosedLoop {
+        connections: p.connections,
+        requests_per_conn: p.requests_per_conn,
+        warmup_s: p.warmup,
+        duration_s: p.duration,
+        trace_len: p.trace_len,
+    };
     for &scale in &p.scales {
-        let bytes = (emu.memory_limit_bytes as f64 * scale) as u64;
-        let set = specweb::generate(&lab.data_dir, bytes, lab.seed)
-            .map_err(|e| format!("cannot write the file set: {e}"))?;
-        let tmp = lab.run.tmp();
-        let (warm, measure) =
-            (tmp.join(format!("warm-{scale}.urls")), tmp.join(format!("measure-{scale}.urls")));
-        let trace = specweb::trace(set.dirs, p.trace_len, lab.seed);
-        specweb::write_urls(&measure, &trace).map_err(|e| e.to_string())?;
-        specweb::write_urls(&warm, &specweb::trace(set.dirs, p.trace_len, lab.seed + 1))
-            .map_err(|e| e.to_string())?;
-        let load = Load {
-            warm_urls: warm,
-            measure_urls: measure,
-            warmup_s: p.warmup,
-            duration_s: p.duration,
-            connections: p.connections,
-            requests_per_conn: Some(p.requests_per_conn),
-            rate: None,
-            timeout_s: 30.0,
-        };
-        let mib = set.bytes as f64 / 1048576.0;
+        let set = diskrun::scaled_set(lab, emu, scale, &shape)?;
+        let mib = set.set.bytes as f64 / 1048576.0;
         for spec in lab.servers.clone() {
             progress.step(&format!("{} on {mib:.0} MiB ({scale}× memory)", spec.label), per_cell);
-            let cell = diskrun::run_one(lab, emu, &spec, &set.root, &trace[0].path(), &load, "cap");
+            let (cell, extra) = run_cell(lab, &spec, &set);
             if let Some(m) = &cell.measurement {
                 progress
                     .note(&format!("{}: {:.1} Mb/s, {:.0} req/s", spec.label, m.body_mbps, m.rps));
@@ -118,7 +123,7 @@ fn measure(lab: &mut Lab, emu: &DiskEmulation, p: &Params) -> Result<Vec<Row>, S
             if let Some(e) = &cell.error {
                 progress.note(&format!("{}: {e}", spec.label));
             }
-            rows.push(Row { dataset_bytes: set.bytes, scale, cell });
+            rows.push((set.set.bytes, scale, cell, extra));
         }
     }
     Ok(rows)
@@ -214,17 +219,18 @@ fn summary(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figure: &st
         );
     }
     s.push_str("\nThroughput falls as the data set outgrows memory for every server, as in the paper; what separates the servers is whether disk waits stall the whole server (sped, nginx without aio, lighttpd, h2o) or only the requests that miss (amped's helpers, uring, Apache's processes, nginx-aio).\n");
-    let failures: Vec<String> = rows
-        .iter()
-        .filter_map(|r| {
-            r.cell
-                .error
-                .as_ref()
-                .map(|e| format!("{} MiB {}: {e}", r.dataset_bytes >> 20, r.cell.server))
+    s.push_str(&cell_failures(rows.iter().map(|r| (r.dataset_bytes, &r.cell))));
+    s
+}
+
+/// The failed cells of (data-set bytes, cell) pairs, as the summary's closing section.
+pub(super) fn cell_failures<'a>(cells: impl Iterator<Item = (u64, &'a DiskCell)>) -> String {
+    let failures: Vec<String> = cells
+        .filter_map(|(bytes, cell)| {
+            cell.error.as_ref().map(|e| format!("{} MiB {}: {e}", bytes >> 20, cell.server))
         })
         .collect();
-    s.push_str(&failures_section(&failures));
-    s
+    failures_section(&failures)
 }
 
 fn out_line(s: &mut String, text: &str) {

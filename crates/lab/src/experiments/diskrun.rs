@@ -14,7 +14,7 @@ use crate::diskemu::{CgroupStats, DiskEmulation, Method, Wanted};
 use crate::load::Measurement;
 use crate::load::ampload::Ampload;
 use crate::report::csv::{Csv, num};
-use crate::servers::ServerSpec;
+use crate::servers::{RunningServer, ServerSpec};
 
 /// What one server run produced.
 #[derive(Clone, Debug, Serialize)]
@@ -141,6 +141,22 @@ pub fn run_one(
     load: &Load,
     tag: &str,
 ) -> DiskCell {
+    run_one_watched(lab, emu, spec, root, probe, load, tag, &mut |_| {})
+}
+
+/// [`run_one`], calling `started` once the server answers, before the warm-up (e.g. to
+/// sample its stats endpoint while the load runs).
+#[allow(clippy::too_many_arguments)]
+pub fn run_one_watched(
+    lab: &Lab,
+    emu: &DiskEmulation,
+    spec: &ServerSpec,
+    root: &Path,
+    probe: &str,
+    load: &Load,
+    tag: &str,
+    started: &mut dyn FnMut(&RunningServer),
+) -> DiskCell {
     let mut cell = DiskCell {
         server: spec.label.clone(),
         measurement: None,
@@ -179,6 +195,7 @@ pub fn run_one(
     };
     // After the start and the probe: the slow disk's counters of this server's load alone.
     let fuse_start = emu.slowdisk_stats();
+    started(&server);
     let make = |urls: &Path, secs: f64| Ampload {
         url: server.url("/"),
         connections: load.connections,
@@ -243,6 +260,56 @@ pub fn run_one(
     server.stop();
     drop(cgroup);
     cell
+}
+
+/// A SPECweb99-like file set of `scale` × the memory limit and its closed-loop load (the
+/// capacity experiments' workload: a measured trace and a different warm-up draw).
+pub struct ScaledSet {
+    pub set: crate::datasets::specweb::FileSet,
+    /// The measured trace's first path, a file that exists (for the start-up probe).
+    pub probe: String,
+    pub load: Load,
+}
+
+/// The closed-loop shape of a [`ScaledSet`]'s load.
+pub struct ClosedLoop {
+    pub connections: u32,
+    pub requests_per_conn: u32,
+    pub warmup_s: f64,
+    pub duration_s: f64,
+    pub trace_len: usize,
+}
+
+/// Generates (or reuses) the file set of `scale` and writes its two traces to the run's
+/// scratch folder.
+pub fn scaled_set(
+    lab: &Lab,
+    emu: &DiskEmulation,
+    scale: f64,
+    shape: &ClosedLoop,
+) -> Result<ScaledSet, String> {
+    use crate::datasets::specweb;
+    let bytes = (emu.memory_limit_bytes as f64 * scale) as u64;
+    let set = specweb::generate(&lab.data_dir, bytes, lab.seed)
+        .map_err(|e| format!("cannot write the file set: {e}"))?;
+    let tmp = lab.run.tmp();
+    let (warm, measure) =
+        (tmp.join(format!("warm-{scale}.urls")), tmp.join(format!("measure-{scale}.urls")));
+    let trace = specweb::trace(set.dirs, shape.trace_len, lab.seed);
+    specweb::write_urls(&measure, &trace).map_err(|e| e.to_string())?;
+    specweb::write_urls(&warm, &specweb::trace(set.dirs, shape.trace_len, lab.seed + 1))
+        .map_err(|e| e.to_string())?;
+    let load = Load {
+        warm_urls: warm,
+        measure_urls: measure,
+        warmup_s: shape.warmup_s,
+        duration_s: shape.duration_s,
+        connections: shape.connections,
+        requests_per_conn: Some(shape.requests_per_conn),
+        rate: None,
+        timeout_s: 30.0,
+    };
+    Ok(ScaledSet { probe: trace[0].path(), set, load })
 }
 
 /// A path list file for ampload.

@@ -5,9 +5,11 @@ pub mod all;
 pub mod capacity;
 pub mod disk_bound;
 pub mod diskrun;
+pub mod linux_comparison;
 pub mod optimizations;
 pub mod pool;
 pub mod single_file;
+pub mod stage_sampler;
 pub mod trace;
 
 use std::path::PathBuf;

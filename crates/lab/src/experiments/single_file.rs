@@ -29,6 +29,7 @@ pub const DEFAULT_SERVERS: &[&str] = &[
     "pool:threads=64",
     "mp:processes=64",
     "uring",
+    "staged",
     "nginx",
     "apache-event",
     "lighttpd",

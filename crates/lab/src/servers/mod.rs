@@ -13,7 +13,7 @@ pub use launch::{Launcher, RunningServer};
 pub use peers::Peer;
 
 /// The amped architectures (`--arch` values).
-pub const AMPED_ARCHS: [&str; 6] = ["sped", "amped", "mt", "pool", "mp", "uring"];
+pub const AMPED_ARCHS: [&str; 7] = ["sped", "amped", "mt", "pool", "mp", "uring", "staged"];
 
 /// One server to measure.
 #[derive(Clone, Debug, PartialEq)]
@@ -136,6 +136,13 @@ mod tests {
             }
         );
         assert!(ServerSpec::parse("pool:threads=5").unwrap().is_amped());
+        assert_eq!(
+            ServerSpec::parse("staged:stage-threads-max=4").unwrap().kind,
+            ServerKind::Amped {
+                arch: "staged".into(),
+                options: vec![("stage-threads-max".into(), Some("4".into()))]
+            }
+        );
         assert!(ServerSpec::parse("amped:listen=1").is_err());
         assert!(ServerSpec::parse("amped:bad option").is_err());
     }

@@ -1,5 +1,6 @@
 //! The concurrency architectures. Each file drives the shared [`crate::pipeline::Pipeline`]
-//! and nothing else: `sped` and `amped` share [`event_loop`] and differ only in who runs jobs.
+//! and nothing else: `sped`, `amped` and `staged` share [`event_loop`] and differ only in who
+//! runs jobs.
 //! This module opens the listening sockets and starts the chosen architecture (and its
 //! instances).
 
@@ -12,6 +13,7 @@ pub mod mt;
 pub mod pool;
 pub mod read_lane;
 pub mod sped;
+pub mod staged;
 pub mod uring;
 
 use crate::access_log::AccessLogger;
@@ -49,7 +51,7 @@ pub fn open_listeners(cfg: &Config) -> io::Result<Vec<TcpListener>> {
     if let Some(fd) = cfg.worker_fd {
         return Ok(vec![amped_sys::process::inherited_listener(fd)?]);
     }
-    let n = if cfg.arch.is_event_driven() { cfg.instances } else { 1 };
+    let n = if cfg.arch.takes_instances() { cfg.instances } else { 1 };
     let opts =
         ListenOptions { reuse_port: n > 1, nonblocking: cfg.arch.is_event_driven(), backlog: 4096 };
     let first = bind(cfg.listen, opts)?;
@@ -81,6 +83,7 @@ pub fn serve(server: &Server, listeners: Vec<TcpListener>) -> io::Result<()> {
             Arch::Pool => pool::run(pipeline, listener, &server.shutdown),
             Arch::Mp => mp::run(pipeline, listener, &server.shutdown),
             Arch::Uring => uring::run(pipeline, listener, &server.shutdown),
+            Arch::Staged => staged::run(pipeline, listener, &server.shutdown),
         }
     };
     std::thread::scope(|s| {

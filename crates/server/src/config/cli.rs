@@ -5,7 +5,7 @@ use clap::Parser;
 use serde::Deserialize;
 use std::path::PathBuf;
 
-/// amped: a Flash-style static web server (SPED, AMPED, MT, pool, MP, io_uring).
+/// amped: a Flash-style static web server (SPED, AMPED, MT, pool, MP, io_uring, staged).
 #[derive(Parser, Debug, Default, Deserialize)]
 #[command(name = "amped", version, about, long_about = None)]
 #[serde(deny_unknown_fields, default)]
@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     #[serde(skip)]
     pub config: Option<PathBuf>,
-    /// Concurrency architecture: sped, amped, mt, pool, mp, uring [default: amped].
+    /// Concurrency architecture: sped, amped, mt, pool, mp, uring, staged [default: amped].
     #[arg(long)]
     pub arch: Option<String>,
     /// AMPED helper threads per lane (metadata, reads) doing the blocking disk work [default: 4].
@@ -36,6 +36,18 @@ pub struct Args {
     /// Worker processes of the `mp` architecture [default: 4].
     #[arg(long, value_name = "N")]
     pub processes: Option<usize>,
+    /// `staged`: jobs each stage queue holds; a request finding it full is answered 503
+    /// [default: 1024].
+    #[arg(long, value_name = "N")]
+    pub stage_queue: Option<usize>,
+    /// `staged`: most threads the controller gives one stage (each starts with one)
+    /// [default: 20].
+    #[arg(long, value_name = "N")]
+    pub stage_threads_max: Option<usize>,
+    /// `staged`: most jobs a stage thread takes per turn (the batching controller's ceiling)
+    /// [default: 16].
+    #[arg(long, value_name = "N")]
+    pub stage_batch_max: Option<usize>,
     /// Independent event loops on one port (SO_REUSEPORT), for sped/amped/uring [default: 1].
     #[arg(long, value_name = "N")]
     pub instances: Option<usize>,
@@ -143,6 +155,9 @@ impl Args {
             threads,
             queue,
             processes,
+            stage_queue,
+            stage_threads_max,
+            stage_batch_max,
             instances,
             path_cache_entries,
             file_cache_entries,

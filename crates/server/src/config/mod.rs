@@ -26,12 +26,14 @@ pub enum Arch {
     Mp,
     /// An io_uring event loop.
     Uring,
+    /// Stages with their own queues and controller-sized thread pools (SEDA's Haboob).
+    Staged,
 }
 
 impl Arch {
     /// All architectures, in the order the docs list them.
-    pub const ALL: [Arch; 6] =
-        [Arch::Sped, Arch::Amped, Arch::Mt, Arch::Pool, Arch::Mp, Arch::Uring];
+    pub const ALL: [Arch; 7] =
+        [Arch::Sped, Arch::Amped, Arch::Mt, Arch::Pool, Arch::Mp, Arch::Uring, Arch::Staged];
 
     /// The `--arch` spelling.
     pub fn name(self) -> &'static str {
@@ -42,6 +44,7 @@ impl Arch {
             Arch::Pool => "pool",
             Arch::Mp => "mp",
             Arch::Uring => "uring",
+            Arch::Staged => "staged",
         }
     }
 
@@ -49,8 +52,14 @@ impl Arch {
         Arch::ALL.into_iter().find(|a| a.name() == s)
     }
 
-    /// Whether this is an event-loop architecture (where `--instances` applies).
+    /// Whether connections are served by an event loop on a non-blocking listener.
     pub fn is_event_driven(self) -> bool {
+        matches!(self, Arch::Sped | Arch::Amped | Arch::Uring | Arch::Staged)
+    }
+
+    /// Whether `--instances` applies (independent event loops on one port). Not `staged`:
+    /// its stages and their controllers are one per server, observed as one in the stats.
+    pub fn takes_instances(self) -> bool {
         matches!(self, Arch::Sped | Arch::Amped | Arch::Uring)
     }
 }
@@ -75,6 +84,17 @@ impl ReadPath {
     fn parse(s: &str) -> Option<ReadPath> {
         Self::NAMES.into_iter().find(|(n, _)| *n == s).map(|(_, r)| r)
     }
+}
+
+/// The bounds within which `staged`'s controllers size each stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageLimits {
+    /// Jobs a stage queue holds; a request finding the queue full is answered 503.
+    pub queue: usize,
+    /// Most threads the thread-pool controller gives one stage (it starts with one).
+    pub threads_max: usize,
+    /// Most jobs a stage thread takes per turn (the batching controller works below it).
+    pub batch_max: usize,
 }
 
 /// Where the access log goes.
@@ -122,6 +142,8 @@ pub struct Config {
     pub queue: usize,
     /// MP worker processes.
     pub processes: usize,
+    /// `staged`: the stages' queue capacity, thread ceiling and batch ceiling.
+    pub stages: StageLimits,
     /// Event-loop instances on one port.
     pub instances: usize,
     /// Pin loops/processes to CPUs.
@@ -233,11 +255,11 @@ impl Config {
         let arch_s = a.arch.as_deref().unwrap_or("amped");
         let Some(arch) = Arch::parse(arch_s) else {
             return err(format!(
-                "unknown --arch '{arch_s}' (choose sped, amped, mt, pool, mp or uring)"
+                "unknown --arch '{arch_s}' (choose sped, amped, mt, pool, mp, uring or staged)"
             ));
         };
         let instances = positive("instances", a.instances.unwrap_or(1))?;
-        if instances > 1 && !arch.is_event_driven() {
+        if instances > 1 && !arch.takes_instances() {
             return err(format!(
                 "--instances applies to sped, amped and uring, not {}",
                 arch.name()
@@ -275,6 +297,11 @@ impl Config {
             threads,
             queue: a.queue.unwrap_or(threads.saturating_mul(4)),
             processes: positive("processes", a.processes.unwrap_or(4))?,
+            stages: StageLimits {
+                queue: positive("stage-queue", a.stage_queue.unwrap_or(1024))?,
+                threads_max: positive("stage-threads-max", a.stage_threads_max.unwrap_or(20))?,
+                batch_max: positive("stage-batch-max", a.stage_batch_max.unwrap_or(16))?,
+            },
             instances,
             pin: a.pin,
             opt: Optimizations {
@@ -348,6 +375,7 @@ mod tests {
         assert_eq!(c.helpers, 4);
         assert!(c.opt.path_cache && c.opt.header_cache && c.opt.file_cache && c.opt.zero_copy);
         assert_eq!(c.access_log, AccessLog::Off);
+        assert_eq!(c.stages, StageLimits { queue: 1024, threads_max: 20, batch_max: 16 });
     }
 
     #[test]
@@ -373,6 +401,9 @@ mod tests {
             (vec!["--header-timeout=-1"], "--header-timeout"),
             (vec!["/definitely/not/here"], "cannot serve"),
             (vec!["--arch", "mt", "--instances", "2"], "--instances applies"),
+            (vec!["--arch", "staged", "--instances", "2"], "--instances applies"),
+            (vec!["--stage-threads-max", "0"], "--stage-threads-max must be at least 1"),
+            (vec!["--stage-queue", "0"], "--stage-queue must be at least 1"),
             (vec!["--stats-path", "stats"], "must start with '/'"),
         ] {
             let e = parse(&argv).unwrap_err().to_string();

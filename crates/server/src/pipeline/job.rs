@@ -72,6 +72,9 @@ pub enum JobDone {
     /// The job panicked (a bug): the request is answered 500 and its connection closed, rather
     /// than left waiting for a result that will never come.
     Failed,
+    /// The architecture had no room to queue the job (admission control, `staged`): the
+    /// request is answered 503 with `Retry-After` and its connection closed.
+    Refused,
 }
 
 /// What a resolve job found.

@@ -163,14 +163,26 @@ impl Pipeline {
         let Some(req) = c.pending.take() else {
             return Step::Close; // no request was waiting: an architecture bug, fail safe
         };
-        let JobDone::Resolved(r) = done else {
-            c.closing = true;
-            return Step::Respond(self.error_with(
-                &req,
-                StatusCode::INTERNAL_SERVER_ERROR,
-                b"",
-                true,
-            ));
+        let r = match done {
+            JobDone::Resolved(r) => r,
+            JobDone::Refused => {
+                c.closing = true;
+                return Step::Respond(self.error_with(
+                    &req,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    b"Retry-After: 1\r\n",
+                    true,
+                ));
+            }
+            JobDone::ReadAhead | JobDone::Filled(..) | JobDone::Failed => {
+                c.closing = true;
+                return Step::Respond(self.error_with(
+                    &req,
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    b"",
+                    true,
+                ));
+            }
         };
         if r.translated_now
             && let Some(paths) = &self.caches.paths

@@ -42,7 +42,7 @@ fn slow_get(s: &Server, path: &str) -> Vec<u8> {
 
 /// Fetches the cold file with the given extra options, evicting its pages over and over while
 /// it is sent, and returns the stats afterwards.
-fn cold_fetch_under_eviction(arch: &str, extra: &[&str]) -> serde_json::Value {
+pub(crate) fn cold_fetch_under_eviction(arch: &str, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["--stats-path", STATS];
     args.extend_from_slice(extra);
     let s = Server::start(&["--arch", arch], &args, fill);

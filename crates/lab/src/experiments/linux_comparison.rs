@@ -1,0 +1,476 @@
+//! E7, the New Flash paper's Linux comparison (DeBox 2004, Table 10 and Figure 12): Apache,
+//! Haboob, old Flash and New Flash on one machine, throughput at three data-set sizes and the
+//! latency profile at the largest. Here Haboob is amped's `staged` architecture (SEDA on the
+//! same pipeline), old Flash is `sped` and New Flash is `amped`, next to Apache and the other
+//! peers. The load and data sets are those of the capacity experiment (E5, closed loop,
+//! persistent connections, SPECweb99-like sets at 0.5 / 1.5 / 3.3 × the memory limit), run
+//! through [`diskrun`]; while a staged server runs, its stats endpoint is sampled so the
+//! summary can say whether its thread counts (the paper's "excess parallelism") explain its
+//! results.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::Lab;
+use super::capacity;
+use super::diskrun::{self, DiskCell};
+use super::stage_sampler::{self, Sample, StageSampler};
+use crate::cli::LinuxComparisonArgs;
+use crate::diskemu::DiskEmulation;
+use crate::load::Measurement;
+use crate::report::csv::{Csv, num};
+use crate::report::markdown::table;
+use crate::servers::{RunningServer, ServerKind, ServerSpec};
+use crate::stats::{fmt, ratio};
+use crate::svg::{Chart, Plot, Scale, Series};
+
+/// The paper's four (Apache, Haboob, old Flash, New Flash) and the other peers.
+pub const DEFAULT_SERVERS: &[&str] =
+    &["apache-prefork-150", "apache-event", "staged", "sped", "amped", "nginx", "h2o", "lighttpd"];
+
+/// Table 10's throughput (Mb/s) as published: (data set, Haboob, Apache, Flash, New Flash).
+const PAPER_MBPS: [(&str, f64, f64, f64, f64); 3] = [
+    ("500 MB", 324.9, 434.3, 1098.1, 1284.7),
+    ("1.5 GB", 303.4, 372.4, 661.7, 822.5),
+    ("3.3 GB", 184.1, 177.4, 173.8, 199.1),
+];
+
+/// Threads amped runs with its defaults: the loop and 4 helpers in each of two lanes.
+const AMPED_DEFAULT_THREADS: u64 = 9;
+
+/// One measured (data set, server), with staged's stage samples.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub dataset_bytes: u64,
+    pub scale: f64,
+    pub cell: DiskCell,
+    /// staged only: the stages over time (from the server's start; the measured phase begins
+    /// `warmup_s` later).
+    pub stage_samples: Vec<Sample>,
+}
+
+/// The capacity experiment's parameters and how often staged is sampled.
+struct Params {
+    base: capacity::Params,
+    sample_every: Duration,
+}
+
+impl Params {
+    fn last(&self) -> f64 {
+        self.base.scales[self.base.scales.len() - 1]
+    }
+}
+
+/// Runs E7 and writes its folder.
+pub fn run(a: &LinuxComparisonArgs) -> Result<std::path::PathBuf, String> {
+    let q = a.capacity.common.quick;
+    let mut lab = Lab::open("linux-comparison", &a.capacity.common, DEFAULT_SERVERS)?;
+    let emu = diskrun::plan_disk(&lab, &a.capacity.disk, if q { 64 } else { 128 })?;
+    let p = Params {
+        base: capacity::Params::new(&a.capacity)?,
+        sample_every: Duration::from_millis(a.sample_ms),
+    };
+    let rows = measure(&mut lab, &emu, &p)?;
+    diskrun::write_raw(&mut lab, &["dataset_bytes", "scale"], &rows, |r| {
+        (vec![r.dataset_bytes.to_string(), r.scale.to_string()], &r.cell)
+    })?;
+    write_thread_csv(&mut lab, &rows)?;
+    let figures = charts(&mut lab, &emu, &p, &rows)?;
+    let s = summary(&lab, &emu, &p, &rows, &figures);
+    let params = json!({"scales": p.base.scales, "memory_limit_bytes": emu.memory_limit_bytes, "connections": p.base.connections, "requests_per_conn": p.base.requests_per_conn, "warmup_s": p.base.warmup, "duration_s": p.base.duration, "trace_requests": p.base.trace_len, "stage_sample_ms": a.sample_ms});
+    let notes = if emu.applied() { Vec::new() } else { vec![emu.describe()] };
+    lab.finish(params, Some(json!(emu)), notes, &s)
+}
+
+/// staged servers get a stats endpoint to sample (their label stays as written).
+fn observable(spec: &ServerSpec) -> ServerSpec {
+    let mut spec = spec.clone();
+    if let ServerKind::Amped { arch, options } = &mut spec.kind
+        && arch == "staged"
+    {
+        options.retain(|(name, _)| name != "stats-path");
+        options.push(("stats-path".into(), Some(stage_sampler::STATS_PATH.into())));
+    }
+    spec
+}
+
+fn is_staged(spec: &ServerSpec) -> bool {
+    matches!(&spec.kind, ServerKind::Amped { arch, .. } if arch == "staged")
+}
+
+fn measure(lab: &mut Lab, emu: &DiskEmulation, p: &Params) -> Result<Vec<Row>, String> {
+    let cells = capacity::measure_with(lab, emu, &p.base, |lab, spec, s| {
+        let mut sampler = None;
+        let mut watch = |server: &RunningServer| {
+            if is_staged(spec) {
+                sampler = Some(StageSampler::start(server.port, p.sample_every));
+            }
+        };
+        let (root, probe, load) = (&s.set.root, &s.probe, &s.load);
+        let run_spec = observable(spec);
+        let cell =
+            diskrun::run_one_watched(lab, emu, &run_spec, root, probe, load, "linux", &mut watch);
+        (cell, sampler.map(StageSampler::finish).unwrap_or_default())
+    })?;
+    Ok(cells
+        .into_iter()
+        .map(|(dataset_bytes, scale, cell, stage_samples)| Row {
+            dataset_bytes,
+            scale,
+            cell,
+            stage_samples,
+        })
+        .collect())
+}
+
+/// staged-threads.csv: one line per (server, data set, sample, stage).
+fn write_thread_csv(lab: &mut Lab, rows: &[Row]) -> Result<(), String> {
+    let mut csv = Csv::new(&["server", "scale", "t_s", "stage", "threads", "queue", "refused"]);
+    for r in rows {
+        for s in &r.stage_samples {
+            for (stage, threads) in &s.threads {
+                csv.row(vec![
+                    r.cell.server.clone(),
+                    r.scale.to_string(),
+                    num(s.t_s),
+                    stage.clone(),
+                    threads.to_string(),
+                    s.queue.get(stage).copied().unwrap_or(0).to_string(),
+                    s.refused.to_string(),
+                ]);
+            }
+        }
+    }
+    lab.run.write("staged-threads.csv", &csv.render()).map_err(|e| e.to_string())
+}
+
+fn measurement<'a>(rows: &'a [Row], server: &str, scale: f64) -> Option<&'a Measurement> {
+    rows.iter()
+        .find(|r| r.cell.server == server && r.scale == scale)
+        .and_then(|r| r.cell.measurement.as_ref())
+}
+
+fn mbps(rows: &[Row], server: &str, scale: f64) -> f64 {
+    measurement(rows, server, scale).map_or(f64::NAN, |m| m.body_mbps)
+}
+
+fn scale_name(emu: &DiskEmulation, scale: f64) -> String {
+    format!("{:.0} MiB ({scale}×)", emu.memory_limit_bytes as f64 * scale / 1048576.0)
+}
+
+/// Throughput bars, the latency CDF at the largest set, staged's threads over time.
+fn charts(
+    lab: &mut Lab,
+    emu: &DiskEmulation,
+    p: &Params,
+    rows: &[Row],
+) -> Result<Vec<String>, String> {
+    let io = |e: std::io::Error| e.to_string();
+    let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
+    let workload = format!(
+        "SPECweb99-like sets, {} MiB memory limit, {} closed-loop clients × {} requests/connection; {}",
+        emu.memory_limit_bytes >> 20,
+        p.base.connections,
+        p.base.requests_per_conn,
+        emu.short()
+    );
+    let categories: Vec<String> = p.base.scales.iter().map(|&s| scale_name(emu, s)).collect();
+    let series = labels
+        .iter()
+        .map(|l| (l.clone(), p.base.scales.iter().map(|&s| mbps(rows, l, s)).collect()))
+        .collect();
+    let mut figures = vec![
+        lab.run
+            .write_chart(
+                "throughput",
+                &Chart {
+                    title: "Linux comparison: throughput vs data-set size (DeBox Table 10, scaled)"
+                        .into(),
+                    subtitle: workload.clone(),
+                    x_label: "data-set size (× memory limit)".into(),
+                    y_label: "throughput, response bodies (Mb/s)".into(),
+                    x_scale: Scale::Linear,
+                    y_scale: Scale::Linear,
+                    plot: Plot::Bars { categories, series },
+                },
+            )
+            .map_err(io)?,
+    ];
+    let cdf = labels
+        .iter()
+        .map(|l| Series {
+            name: l.clone(),
+            points: measurement(rows, l, p.last())
+                .map(|m| m.latency.cdf_points().into_iter().map(|(f, v)| (v, f)).collect())
+                .unwrap_or_default(),
+        })
+        .collect();
+    figures.push(
+        lab.run
+            .write_chart(
+                "latency-cdf",
+                &Chart {
+                    title: format!(
+                        "Linux comparison: response-time CDF on the largest set, {} (DeBox Fig 12)",
+                        scale_name(emu, p.last())
+                    ),
+                    subtitle: workload.clone(),
+                    x_label: "response time (ms, log scale)".into(),
+                    y_label: "fraction of requests answered within".into(),
+                    x_scale: Scale::Log,
+                    y_scale: Scale::Linear,
+                    plot: Plot::Lines(cdf),
+                },
+            )
+            .map_err(io)?,
+    );
+    let threads: Vec<Series> = rows
+        .iter()
+        .filter(|r| !r.stage_samples.is_empty())
+        .flat_map(|r| {
+            let stages: Vec<String> = r.stage_samples[0].threads.keys().cloned().collect();
+            stages.into_iter().map(move |stage| Series {
+                name: format!("{} {stage} @{}×", r.cell.server, r.scale),
+                points: r
+                    .stage_samples
+                    .iter()
+                    .map(|s| (s.t_s, s.threads.get(&stage).copied().unwrap_or(0) as f64))
+                    .collect(),
+            })
+        })
+        .collect();
+    if !threads.is_empty() {
+        figures.push(
+            lab.run
+                .write_chart(
+                    "staged-threads",
+                    &Chart {
+                        title: "staged (Haboob): threads per stage over time".into(),
+                        subtitle: format!(
+                            "{workload}; warm-up {} s then {} s measured",
+                            p.base.warmup, p.base.duration
+                        ),
+                        x_label: "time since the server started (s)".into(),
+                        y_label: "threads in the stage".into(),
+                        x_scale: Scale::Linear,
+                        y_scale: Scale::Linear,
+                        plot: Plot::Lines(threads),
+                    },
+                )
+                .map_err(io)?,
+        );
+    }
+    Ok(figures)
+}
+
+fn summary(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figures: &[String]) -> String {
+    let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
+    let workload = format!(
+        "SPECweb99-like file sets of {} × the server's {} MiB memory limit (the paper: 500 MB / 1.5 GB / 3.3 GB on a 1 GB machine, the same ratios), Zipf trace; {} closed-loop clients, {} requests per persistent connection (infinite demand); {} s warm-up, {} s measured. Haboob = `staged`, old Flash = `sped`, New Flash = `amped`",
+        p.base.scales.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" / "),
+        emu.memory_limit_bytes >> 20,
+        p.base.connections,
+        p.base.requests_per_conn,
+        p.base.warmup,
+        p.base.duration
+    );
+    let mut s =
+        lab.summary_head("E7 Linux comparison (DeBox 2004, Table 10 and Figure 12)", &workload);
+    s.push_str(&format!("Disk: {}\n\n## Throughput (Mb/s)\n\n", emu.describe()));
+    let mut header = vec!["server".to_string()];
+    header.extend(p.base.scales.iter().map(|&sc| scale_name(emu, sc)));
+    let body: Vec<Vec<String>> = labels
+        .iter()
+        .map(|l| {
+            std::iter::once(l.clone())
+                .chain(p.base.scales.iter().map(|&sc| fmt(mbps(rows, l, sc), 1)))
+                .collect()
+        })
+        .collect();
+    s.push_str(&table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body));
+    s.push_str("\nPaper, Table 10 (Mb/s, Haboob / Apache / Flash / New Flash): ");
+    let paper: Vec<String> =
+        PAPER_MBPS.iter().map(|(set, h, a, f, n)| format!("{set} {h} / {a} / {f} / {n}")).collect();
+    s.push_str(&paper.join("; "));
+    s.push_str(&format!(
+        "\n\n## Latency on the largest set, {} (ms)\n\n",
+        scale_name(emu, p.last())
+    ));
+    let lat: Vec<Vec<String>> = labels
+        .iter()
+        .map(|l| {
+            let m = measurement(rows, l, p.last());
+            let v = |f: fn(&Measurement) -> f64| fmt(m.map_or(f64::NAN, f), 2);
+            vec![
+                l.clone(),
+                v(|m| m.latency.p5),
+                v(|m| m.latency.p50),
+                v(|m| m.latency.p95),
+                v(|m| m.latency.mean),
+            ]
+        })
+        .collect();
+    s.push_str(&table(&["server", "5%", "median", "95%", "mean"], &lat));
+    s.push_str("\nThe paper's latency figures for this test were not retrievable beyond its text: Haboob's profile was the worst of the four.\n\n");
+    s.push_str(&threads_section(emu, p, rows));
+    s.push_str("\nFigures: ");
+    s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
+    s.push_str("\n\n## Compared with the paper\n\n");
+    s.push_str(&comparison(emu, p, rows, &labels));
+    s.push_str(&capacity::cell_failures(rows.iter().map(|r| (r.dataset_bytes, &r.cell))));
+    s
+}
+
+/// staged's stage threads during the measured phase, per data set.
+fn threads_section(emu: &DiskEmulation, p: &Params, rows: &[Row]) -> String {
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .filter(|r| !r.stage_samples.is_empty())
+        .map(|r| {
+            let (mean, peak) = stage_sampler::threads_mean_peak(&r.stage_samples, p.base.warmup)
+                .unwrap_or((0.0, 0));
+            let refused = r.stage_samples.last().map_or(0, |s| s.refused);
+            vec![
+                r.cell.server.clone(),
+                scale_name(emu, r.scale),
+                fmt(mean, 1),
+                peak.to_string(),
+                refused.to_string(),
+            ]
+        })
+        .collect();
+    if body.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("## staged's threads (job stages, measured phase)\n\n");
+    s.push_str(&table(
+        &["server", "data set", "mean threads", "peak threads", "refused (503)"],
+        &body,
+    ));
+    s.push_str(&format!("\nPlus one socket thread (the epoll loop). amped with its defaults runs {AMPED_DEFAULT_THREADS} threads throughout (its loop and 2 lanes × `--helpers 4`).\n\n"));
+    s
+}
+
+/// The best-measured Apache at `scale` (the paper tuned its Apache), if any ran.
+fn apache(rows: &[Row], labels: &[String], scale: f64) -> Option<(String, f64)> {
+    labels
+        .iter()
+        .filter(|l| l.starts_with("apache"))
+        .map(|l| (l.clone(), mbps(rows, l, scale)))
+        .filter(|(_, v)| v.is_finite())
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "**holds**" } else { "**does not hold**" }
+}
+
+fn comparison(emu: &DiskEmulation, p: &Params, rows: &[Row], labels: &[String]) -> String {
+    let has = |l: &str| labels.iter().any(|x| x == l);
+    let mut s = String::new();
+    s.push_str("Paper: New Flash ≥ old Flash ≥ Apache ≈ Haboob on throughput (Haboob below Apache on the in-memory sets, slightly above on the disk-bound one; all four alike at 3.3 GB), and Haboob's latency the worst. \"≥\" is taken as at least 0.95×, \"≈\" as within 0.67–1.5×.\n\n");
+    for &scale in &p.base.scales {
+        let (n, o, h) =
+            (mbps(rows, "amped", scale), mbps(rows, "sped", scale), mbps(rows, "staged", scale));
+        let mut parts = Vec::new();
+        if has("amped") && has("sped") {
+            let r = ratio(n, o);
+            parts.push(format!(
+                "New Flash ≥ old Flash: amped/sped = {} ({})",
+                fmt(r, 2),
+                verdict(r >= 0.95)
+            ));
+        }
+        let apache_ran = apache(rows, labels, scale);
+        if apache_ran.is_none() {
+            parts.push(
+                "old Flash ≥ Apache and Apache ≈ Haboob not checked (no Apache measured)".into(),
+            );
+        }
+        if let Some((a, av)) = apache_ran {
+            if has("sped") {
+                let r = ratio(o, av);
+                parts.push(format!(
+                    "old Flash ≥ Apache: sped/{a} = {} ({})",
+                    fmt(r, 2),
+                    verdict(r >= 0.95)
+                ));
+            }
+            if has("staged") {
+                let r = ratio(h, av);
+                parts.push(format!(
+                    "Apache ≈ Haboob: staged/{a} = {} ({})",
+                    fmt(r, 2),
+                    verdict((0.67..=1.5).contains(&r))
+                ));
+            }
+        }
+        if parts.is_empty() {
+            continue;
+        }
+        s.push_str(&format!("- {}: {}.\n", scale_name(emu, scale), parts.join("; ")));
+    }
+    let four: Vec<&String> = labels
+        .iter()
+        .filter(|l| ["staged", "sped", "amped"].contains(&l.as_str()) || l.starts_with("apache"))
+        .collect();
+    let worst = |f: fn(&Measurement) -> f64| {
+        four.iter()
+            .filter_map(|l| measurement(rows, l, p.last()).map(|m| ((*l).clone(), f(m))))
+            .filter(|(_, v)| v.is_finite())
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    };
+    if has("staged") && four.len() > 1 {
+        let (wm, wmean) = (worst(|m| m.latency.p50), worst(|m| m.latency.mean));
+        let text = |w: &Option<(String, f64)>| {
+            w.as_ref().map_or("n/a".to_string(), |(l, v)| format!("{l} ({} ms)", fmt(*v, 2)))
+        };
+        let holds = wm.as_ref().is_some_and(|(l, _)| l == "staged")
+            && wmean.as_ref().is_some_and(|(l, _)| l == "staged");
+        s.push_str(&format!(
+            "- Haboob worst on latency ({}): highest median {}, highest mean {} among {} ({}).\n",
+            scale_name(emu, p.last()),
+            text(&wm),
+            text(&wmean),
+            four.iter().map(|l| l.as_str()).collect::<Vec<_>>().join(", "),
+            verdict(holds)
+        ));
+    }
+    s.push_str(&parallelism(emu, p, rows));
+    s
+}
+
+/// Whether staged's thread counts line up with its throughput deficit against amped.
+fn parallelism(emu: &DiskEmulation, p: &Params, rows: &[Row]) -> String {
+    let mut s = String::new();
+    for r in rows.iter().filter(|r| r.cell.server == "staged" && !r.stage_samples.is_empty()) {
+        let Some((mean, peak)) = stage_sampler::threads_mean_peak(&r.stage_samples, p.base.warmup)
+        else {
+            continue;
+        };
+        let total = mean + 1.0;
+        let vs = ratio(mbps(rows, "staged", r.scale), mbps(rows, "amped", r.scale));
+        let many = total > AMPED_DEFAULT_THREADS as f64;
+        let behind = vs < 0.95;
+        let why = match (many, behind) {
+            (true, true) => {
+                "consistent with the paper's excess-parallelism explanation: more threads than amped share the server's CPU and disk, and it delivers less"
+            }
+            (true, false) => "its extra threads cost it no throughput here",
+            (false, true) => {
+                "it is behind without running more threads than amped, so thread count alone does not explain it here"
+            }
+            (false, false) => "neither more threads nor less throughput than amped",
+        };
+        s.push_str(&format!(
+            "- Excess parallelism, {}: staged ran {} threads on average (peak {}, with its socket thread) against amped's {AMPED_DEFAULT_THREADS}; staged/amped throughput = {}: {why}.\n",
+            scale_name(emu, r.scale),
+            fmt(total, 1),
+            peak + 1,
+            fmt(vs, 2)
+        ));
+    }
+    s
+}
