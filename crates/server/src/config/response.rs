@@ -82,7 +82,10 @@ impl ResponseOptions {
         }
         if let Some(origin) = a.cors_origin {
             if !is_field_value(origin) || origin.contains(',') {
-                return err(format!("--cors-origin '{origin}' must be '*' or one origin"));
+                return err(format!(
+                    "--cors-origin '{}' must be '*' or one origin",
+                    origin.escape_debug()
+                ));
             }
             push_line(&mut common, "Access-Control-Allow-Origin", origin);
         }
