@@ -268,28 +268,33 @@ mod tests {
         assert_eq!(r.spa_fallback.as_deref(), Some("/index.html"));
     }
 
+    /// `(--cache-control values, --add-header values, --error-page values, expected message)`.
+    type Case =
+        (&'static [&'static str], &'static [&'static str], &'static [&'static str], &'static str);
+
     #[test]
     fn bad_values_are_refused() {
-        let none: Vec<String> = Vec::new();
-        let cases: Vec<(Vec<String>, Vec<String>, Vec<String>, &str)> = vec![
-            (strings(&["/a/*=x\r\nSet-Cookie: a=b"]), none.clone(), none.clone(), "invalid value"),
-            (strings(&["/a/*"]), none.clone(), none.clone(), "GLOB=VALUE"),
-            (strings(&["a/*=x"]), none.clone(), none.clone(), "must start with"),
-            (none.clone(), strings(&["X-A: b\r\nX-Injected: 1"]), none.clone(), "invalid header"),
-            (none.clone(), strings(&["X-A\nB: c"]), none.clone(), "invalid header"),
-            (none.clone(), strings(&["no colon"]), none.clone(), "Name: value"),
-            (none.clone(), strings(&["X-Empty:"]), none.clone(), "invalid header"),
-            (none.clone(), strings(&["content-length: 5"]), none.clone(), "Content-Length"),
-            (none.clone(), none.clone(), strings(&["418=/tea.html"]), "403, 404, 500"),
-            (none.clone(), none.clone(), strings(&["404=404.html"]), "plain URL path"),
-            (none.clone(), none.clone(), strings(&["404=/a/../b.html"]), "plain URL path"),
-            (none.clone(), none.clone(), strings(&["404"]), "STATUS=/PATH"),
+        let cases: [Case; 12] = [
+            (&["/a/*=x\r\nSet-Cookie: a=b"], &[], &[], "invalid value"),
+            (&["/a/*"], &[], &[], "GLOB=VALUE"),
+            (&["a/*=x"], &[], &[], "must start with"),
+            (&[], &["X-A: b\r\nX-Injected: 1"], &[], "invalid header"),
+            (&[], &["X-A\nB: c"], &[], "invalid header"),
+            (&[], &["no colon"], &[], "Name: value"),
+            (&[], &["X-Empty:"], &[], "invalid header"),
+            (&[], &["content-length: 5"], &[], "Content-Length"),
+            (&[], &[], &["418=/tea.html"], "403, 404, 500"),
+            (&[], &[], &["404=404.html"], "plain URL path"),
+            (&[], &[], &["404=/a/../b.html"], "plain URL path"),
+            (&[], &[], &["404"], "STATUS=/PATH"),
         ];
-        for (cc, ah, ep, needle) in &cases {
-            let e = ResponseOptions::resolve(&args(cc, ah, ep)).unwrap_err().to_string();
+        for (cc, ah, ep, needle) in cases {
+            let (cc, ah, ep) = (strings(cc), strings(ah), strings(ep));
+            let e = ResponseOptions::resolve(&args(&cc, &ah, &ep)).unwrap_err().to_string();
             assert!(e.contains(needle), "{cc:?} {ah:?} {ep:?}: {e}");
             assert!(!e.contains('\n') && !e.contains('\r'), "one line: {e:?}");
         }
+        let none: Vec<String> = Vec::new();
         let mut a = args(&none, &none, &none);
         a.precompressed = Some("br,deflate");
         assert!(ResponseOptions::resolve(&a).unwrap_err().to_string().contains("deflate"));

@@ -84,11 +84,7 @@ impl super::Pipeline {
     ) -> Response {
         let mut head = Vec::with_capacity(256);
         let mut w = HeadWriter::new(&mut head, status);
-        w.date()
-            .header("Server", crate::SERVER_NAME.as_bytes())
-            .header("Content-Type", amped_http::content_type_for(&f.path).as_bytes())
-            .header_u64("Content-Length", f.size)
-            .raw(&self.cfg.response.common_headers);
+        self.page_fields(&mut w, &amped_http::content_type_for(&f.path), f.size);
         connection_header(&mut w, req);
         w.finish();
         let body = if req.head.method == Method::Head || f.size == 0 {
@@ -159,12 +155,8 @@ impl super::Pipeline {
     ) -> Response {
         let mut head = Vec::with_capacity(256);
         let mut w = HeadWriter::new(&mut head, status);
-        w.date()
-            .header("Server", crate::SERVER_NAME.as_bytes())
-            .header("Content-Type", content_type.as_bytes())
-            .header_u64("Content-Length", page.len() as u64)
-            .raw(&self.cfg.response.common_headers)
-            .raw(extra);
+        self.page_fields(&mut w, content_type, page.len() as u64);
+        w.raw(extra);
         let close = close || !req.keep_alive;
         if close {
             w.header("Connection", b"close");
@@ -181,6 +173,16 @@ impl super::Pipeline {
         let mut resp = self.response(req, status, head, body);
         resp.close = close;
         resp
+    }
+
+    /// The fields of a page that is no file's representation (generated, or a custom error
+    /// page): date, server, type, length and the configured headers.
+    fn page_fields(&self, w: &mut HeadWriter<'_>, content_type: &str, len: u64) {
+        w.date()
+            .header("Server", crate::SERVER_NAME.as_bytes())
+            .header("Content-Type", content_type.as_bytes())
+            .header_u64("Content-Length", len)
+            .raw(&self.cfg.response.common_headers);
     }
 
     pub(super) fn response(

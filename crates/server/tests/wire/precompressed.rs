@@ -125,7 +125,8 @@ arch_tests! {
 
     /// Off by default: Accept-Encoding changes nothing and no Vary is sent. With the option
     /// but every cache off (each request translates and opens afresh) the variants still
-    /// follow Accept-Encoding; a variant deleted or created shows within the staleness bound.
+    /// follow Accept-Encoding; a variant deleted or created shows within the staleness bound,
+    /// and one deleted under a cached translation is replaced by the file at once.
     fn off_by_default_caches_off_and_changes(arch) {
         let s = Server::start(arch, &[], fill);
         let r = s.get("/app.js");
@@ -142,6 +143,17 @@ arch_tests! {
         let mut c = s.conn();
         expect_variant(&get_enc(&mut c, "/app.js", Some("gzip"), ""), Some("gzip"), b"GZIP-BYTES", "no caches");
         expect_variant(&get_enc(&mut c, "/app.js", Some("zstd"), ""), Some("zstd"), b"ZSTD-BYTES", "no caches");
+        drop(s);
+
+        // A variant deleted while its translation is still cached: the file is sent instead
+        // (whether the next request finds the translation fresh or re-translates).
+        let mut args = PRE.to_vec();
+        args.push("--no-file-cache");
+        let s = Server::start(arch, &args, fill);
+        let mut c = s.conn();
+        expect_variant(&get_enc(&mut c, "/app.js", Some("br"), ""), Some("br"), b"BROTLI-BYTES", "before");
+        std::fs::remove_file(s.path("app.js.br")).unwrap();
+        expect_variant(&get_enc(&mut c, "/app.js", Some("br"), ""), None, b"console.log('plain');\n", "br deleted");
         drop(s);
 
         let s = Server::start(arch, PRE, fill);
