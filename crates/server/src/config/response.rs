@@ -17,7 +17,8 @@ pub const SECURITY_HEADERS: [(&str, &str); 3] = [
 
 /// Header fields amped sets itself, which `--add-header` may not repeat (a second
 /// Content-Length or Content-Type would make the response ambiguous).
-const RESERVED: [&str; 13] = [
+const RESERVED: [&str; 14] = [
+    "Server",
     "Content-Length",
     "Content-Type",
     "Content-Encoding",

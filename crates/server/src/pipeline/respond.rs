@@ -46,7 +46,9 @@ impl super::Pipeline {
                 (StatusCode::PARTIAL_CONTENT, start, end_inclusive - start + 1)
             }
             RangeOutcome::Unsatisfiable => {
-                let extra = format!("Content-Range: bytes */{}\r\n", f.size);
+                // The size is the variant's: say which variant it is of.
+                let vary = if req.vary { "Vary: Accept-Encoding\r\n" } else { "" };
+                let extra = format!("Content-Range: bytes */{}\r\n{vary}", f.size);
                 return self.error_with(
                     req,
                     StatusCode::RANGE_NOT_SATISFIABLE,

@@ -119,6 +119,10 @@ arch_tests! {
         assert_eq!(r.header("vary"), Some("Accept-Encoding"));
         let r = get_enc(&mut c, "/app.js", Some("gzip"), &format!("Range: bytes=0-1\r\nIf-Range: {br_tag}\r\n"));
         expect_variant(&r, Some("gzip"), b"GZIP-BYTES", "If-Range with br's ETag");
+        let r = get_enc(&mut c, "/app.js", Some("gzip"), "Range: bytes=10-\r\n");
+        assert_eq!(r.status, 416, "past the end of the 10-byte variant: {r:?}");
+        assert_eq!(r.header("content-range"), Some("bytes */10"));
+        assert_eq!(r.header("vary"), Some("Accept-Encoding"));
         let r = get_enc(&mut c, "/big.css", Some("gzip"), "Range: bytes=99990-\r\n");
         assert_eq!(r.assert_status(206).body, &pseudo_random(BIG, 2)[99_990..]);
     }
