@@ -77,3 +77,55 @@ impl Pipeline {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Body, JobDone, Pipeline, Step};
+    use crate::config::{Args, Config};
+    use crate::pipeline::ConnState;
+    use std::sync::Arc;
+
+    /// Drives `step` to a response, running jobs inline (as SPED does).
+    fn respond(p: &Pipeline, c: &mut ConnState, mut step: Step) -> super::Response {
+        for _ in 0..4 {
+            match step {
+                Step::Respond(r) => return r,
+                Step::Block(job) => step = p.resume(c, p.run_job(job)),
+                other => panic!("unexpected step {other:?}"),
+            }
+        }
+        panic!("no response after four jobs")
+    }
+
+    /// A job that fails (a helper panicked) is answered with the 500 page, connection closed.
+    #[test]
+    fn a_failed_job_gets_the_500_page_and_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("500.html"), "<p>sorry</p>").unwrap();
+        let cfg = Config::resolve(Args {
+            root: Some(dir.path().to_path_buf()),
+            error_page: vec!["500=/500.html".into()],
+            ..Default::default()
+        })
+        .unwrap();
+        let p = Pipeline::new(
+            Arc::new(cfg),
+            Default::default(),
+            crate::access_log::AccessLogger::off(),
+        );
+        let mut c = ConnState::new("127.0.0.1:9".parse().unwrap());
+        c.received(b"GET /anything HTTP/1.1\r\nHost: t\r\n\r\n");
+        let Step::Block(_job) = p.next(&mut c, false) else { panic!("a path-cache miss blocks") };
+        let step = p.resume(&mut c, JobDone::Failed);
+        let r = respond(&p, &mut c, step);
+        let head = String::from_utf8(r.head.clone()).unwrap();
+        assert!(head.starts_with("HTTP/1.1 500 Internal Server Error\r\n"), "{head}");
+        assert!(head.contains("\r\nConnection: close\r\n"), "{head}");
+        let Body::Memory(bytes, range) = &r.body else {
+            panic!("the page in memory: {:?}", r.body)
+        };
+        assert_eq!(&bytes[range.clone()], b"<p>sorry</p>");
+        assert!(r.close);
+        assert!(matches!(p.next(&mut c, false), Step::Close));
+    }
+}
