@@ -254,6 +254,23 @@ mod tests {
         assert_eq!(a.choose(&[], all), None);
     }
 
+    proptest::proptest! {
+        /// Whatever the field says, the choice is a present variant the client listed (by
+        /// name or `*`) with a q above zero, and parsing never panics.
+        #[test]
+        fn never_a_variant_the_client_excluded_or_the_server_lacks(
+            value in "[a-z*;=., 0-9-]{0,40}",
+            bits in 0u8..8,
+        ) {
+            let present = EncodingSet(bits);
+            let a = AcceptEncoding::parse(Some(&value));
+            if let Some(e) = a.choose(&Encoding::ALL, present) {
+                proptest::prop_assert!(present.contains(e));
+                proptest::prop_assert!(a.q(e) > 0, "{value:?} chose {e:?}");
+            }
+        }
+    }
+
     #[test]
     fn qvalues() {
         let cases = [
