@@ -33,6 +33,10 @@ pub(crate) struct HeaderFields {
     if_range: Option<String>,
     user_agent: Option<String>,
     referer: Option<String>,
+    accept_encoding: Option<String>,
+    origin: Option<String>,
+    access_control_request_method: Option<String>,
+    access_control_request_headers: Option<String>,
 }
 
 impl HeaderFields {
@@ -62,14 +66,7 @@ impl HeaderFields {
                 self.connection_keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
             }
         } else if is("if-none-match") {
-            // A list-valued field: several lines mean the same as one comma-joined line.
-            match &mut self.if_none_match {
-                Some(joined) => {
-                    joined.push_str(", ");
-                    joined.push_str(&text(value));
-                }
-                None => self.if_none_match = Some(text(value)),
-            }
+            list(&mut self.if_none_match, value);
         } else if is("if-modified-since") {
             first(&mut self.if_modified_since, value);
         } else if is("range") {
@@ -80,6 +77,14 @@ impl HeaderFields {
             first(&mut self.user_agent, value);
         } else if is("referer") {
             first(&mut self.referer, value);
+        } else if is("accept-encoding") {
+            list(&mut self.accept_encoding, value);
+        } else if is("origin") {
+            first(&mut self.origin, value);
+        } else if is("access-control-request-method") {
+            first(&mut self.access_control_request_method, value);
+        } else if is("access-control-request-headers") {
+            list(&mut self.access_control_request_headers, value);
         }
         Ok(())
     }
@@ -116,6 +121,10 @@ impl HeaderFields {
             if_range: self.if_range,
             user_agent: self.user_agent,
             referer: self.referer,
+            accept_encoding: self.accept_encoding,
+            origin: self.origin,
+            access_control_request_method: self.access_control_request_method,
+            access_control_request_headers: self.access_control_request_headers,
         })
     }
 }
@@ -141,6 +150,18 @@ fn is_host_byte(b: u8) -> bool {
 fn first(slot: &mut Option<String>, value: &[u8]) {
     if slot.is_none() {
         *slot = Some(text(value));
+    }
+}
+
+/// Folds one line of a list-valued field in: several lines mean the same as one line joined
+/// with ", " (RFC 9110 §5.3).
+fn list(slot: &mut Option<String>, value: &[u8]) {
+    match slot {
+        Some(joined) => {
+            joined.push_str(", ");
+            joined.push_str(&text(value));
+        }
+        None => *slot = Some(text(value)),
     }
 }
 

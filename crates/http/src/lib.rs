@@ -7,6 +7,8 @@
 //!   limits and the RFC 9112 framing rules; every rejection maps to one status.
 //! - `target`: request-target → a relative path that cannot leave the document root.
 //! - `range`, `conditional`: Range, If-None-Match / If-Modified-Since, If-Range, ETags.
+//! - `accept`: Accept-Encoding q-values and the choice of a pre-compressed variant.
+//! - `field`: validation of configured header fields, and the URL-path globs of header rules.
 //! - `status`, `response`, `date`, `mime`: the status table, response-head encoding into a
 //!   reusable buffer, the cached Date value and Content-Type guessing.
 //!
@@ -38,9 +40,11 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod accept;
 mod conditional;
 mod date;
 mod error;
+mod field;
 mod headers;
 mod mime;
 mod parse;
@@ -50,9 +54,11 @@ mod response;
 mod status;
 mod target;
 
+pub use accept::{AcceptEncoding, Encoding, EncodingSet};
 pub use conditional::{if_range_allows, is_not_modified, make_etag};
 pub use date::{fmt_http_date, http_date_now};
 pub use error::HttpError;
+pub use field::{glob_matches, is_field_name, is_field_value};
 pub use mime::content_type_for;
 pub use parse::parse_request;
 pub use range::{RangeOutcome, parse_range};

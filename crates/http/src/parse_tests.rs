@@ -159,6 +159,12 @@ fn fields_are_extracted() {
         If-Range: \"a\"\r\n\
         User-Agent: curl/8.0\r\n\
         Referer: http://example.com/\r\n\
+        Accept-Encoding: gzip, br\r\n\
+        accept-encoding: zstd;q=0.5\r\n\
+        Origin: https://app.example\r\n\
+        Access-Control-Request-Method: GET\r\n\
+        Access-Control-Request-Headers: x-a\r\n\
+        Access-Control-Request-Headers: x-b\r\n\
         Content-Length:  0 \r\n\
         X-Unknown: ignored\r\n\r\n";
     let head = parse_request(req, &Limits::default()).unwrap().unwrap();
@@ -170,6 +176,10 @@ fn fields_are_extracted() {
     assert_eq!(head.if_range.as_deref(), Some("\"a\""));
     assert_eq!(head.user_agent.as_deref(), Some("curl/8.0"));
     assert_eq!(head.referer.as_deref(), Some("http://example.com/"));
+    assert_eq!(head.accept_encoding.as_deref(), Some("gzip, br, zstd;q=0.5"));
+    assert_eq!(head.origin.as_deref(), Some("https://app.example"));
+    assert_eq!(head.access_control_request_method.as_deref(), Some("GET"));
+    assert_eq!(head.access_control_request_headers.as_deref(), Some("x-a, x-b"));
     assert_eq!(head.content_length, Some(0));
     assert!(!head.chunked);
     assert_eq!(head.head_len, req.len());

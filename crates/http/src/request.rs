@@ -134,6 +134,14 @@ pub struct RequestHead {
     pub user_agent: Option<String>,
     /// Referer, for the access log.
     pub referer: Option<String>,
+    /// Accept-Encoding; several field lines are joined with ", " (it is a list).
+    pub accept_encoding: Option<String>,
+    /// Origin (CORS).
+    pub origin: Option<String>,
+    /// Access-Control-Request-Method (CORS preflight).
+    pub access_control_request_method: Option<String>,
+    /// Access-Control-Request-Headers (CORS preflight); several lines joined with ", ".
+    pub access_control_request_headers: Option<String>,
 }
 
 #[cfg(test)]

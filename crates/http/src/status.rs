@@ -10,6 +10,8 @@ pub struct StatusCode(pub u16);
 impl StatusCode {
     /// 200 OK.
     pub const OK: StatusCode = StatusCode(200);
+    /// 204 No Content (a CORS preflight answered).
+    pub const NO_CONTENT: StatusCode = StatusCode(204);
     /// 206 Partial Content (a satisfiable single Range).
     pub const PARTIAL_CONTENT: StatusCode = StatusCode(206);
     /// 301 Moved Permanently (directory without trailing slash).

@@ -71,6 +71,8 @@ mod caching_staleness;
 mod cli;
 #[path = "wire/conditional_range.rs"]
 mod conditional_range;
+#[path = "wire/error_pages.rs"]
+mod error_pages;
 #[path = "wire/limits_timeouts.rs"]
 mod limits_timeouts;
 #[path = "wire/observability.rs"]
@@ -79,12 +81,16 @@ mod observability;
 mod page_yield;
 #[path = "wire/paths_security.rs"]
 mod paths_security;
+#[path = "wire/precompressed.rs"]
+mod precompressed;
 #[path = "wire/protocol.rs"]
 mod protocol;
 #[path = "wire/read_path.rs"]
 mod read_path;
 #[path = "wire/real_client.rs"]
 mod real_client;
+#[path = "wire/response_headers.rs"]
+mod response_headers;
 #[path = "wire/staged_specific.rs"]
 mod staged_specific;
 #[path = "wire/uring_specific.rs"]

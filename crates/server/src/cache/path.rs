@@ -72,7 +72,11 @@ mod tests {
     fn entries_expire_after_the_staleness_bound_and_lru_evicts() {
         let t0 = Instant::now();
         let mut c = PathCache::new(2, Duration::from_secs(1));
-        c.put("/a".into(), Translation::File(PathBuf::from("/r/a")), t0);
+        c.put(
+            "/a".into(),
+            Translation::File(PathBuf::from("/r/a"), amped_http::EncodingSet::EMPTY),
+            t0,
+        );
         assert!(matches!(c.get("/a", t0 + Duration::from_millis(999)), PathLookup::Fresh(_)));
         assert!(matches!(c.get("/a", t0 + Duration::from_secs(1)), PathLookup::Stale(_)));
         c.touch("/a", t0 + Duration::from_secs(1));

@@ -132,6 +132,36 @@ pub struct Args {
     /// URL path that answers with the server's counters as JSON (off by default).
     #[arg(long, value_name = "URLPATH")]
     pub stats_path: Option<String>,
+    /// Serve pre-compressed variants (`file.br`, `file.zst`, `file.gz` beside `file`) to
+    /// clients whose Accept-Encoding takes them; the list gives the order of preference
+    /// (e.g. `br,zst,gz`) [default: off].
+    #[arg(long, value_name = "LIST")]
+    pub precompressed: Option<String>,
+    /// Cache-Control for files whose URL path matches GLOB (`*` any run of characters, `?` one
+    /// character; first matching rule wins), e.g. '/assets/*=public, max-age=31536000,
+    /// immutable'. Repeatable.
+    #[arg(long, value_name = "GLOB=VALUE")]
+    pub cache_control: Vec<String>,
+    /// A header added to every response, e.g. 'Strict-Transport-Security: max-age=63072000'.
+    /// Repeatable.
+    #[arg(long, value_name = "NAME: VALUE")]
+    pub add_header: Vec<String>,
+    /// Allow cross-origin requests from ORIGIN (or `*`): Access-Control-Allow-Origin on every
+    /// response, and CORS preflight OPTIONS answered 204 [default: off].
+    #[arg(long, value_name = "*|ORIGIN")]
+    pub cors_origin: Option<String>,
+    /// Add X-Content-Type-Options: nosniff, Referrer-Policy: strict-origin-when-cross-origin
+    /// and X-Frame-Options: SAMEORIGIN to every response.
+    #[arg(long)]
+    pub security_headers: bool,
+    /// Serve the file at URL path /PATH (with status STATUS: 403, 404 or 500) instead of the
+    /// built-in error page, e.g. '404=/404.html'. Repeatable.
+    #[arg(long, value_name = "STATUS=/PATH")]
+    pub error_page: Vec<String>,
+    /// Answer GET/HEAD of paths with no file behind them with this file and 200 (single-page
+    /// applications), e.g. /index.html [default: off].
+    #[arg(long, value_name = "/PATH")]
+    pub spa_fallback: Option<String>,
     /// Internal: run as an `mp` worker process serving an inherited listener.
     #[arg(long, hide = true)]
     #[serde(skip)]
@@ -174,8 +204,15 @@ impl Args {
             max_uri_bytes,
             max_discard_body,
             access_log,
-            stats_path
+            stats_path,
+            precompressed,
+            cors_origin,
+            spa_fallback
         );
+        macro_rules! list {
+            ($($f:ident),*) => { $( if self.$f.is_empty() { self.$f = file.$f; } )* };
+        }
+        list!(cache_control, add_header, error_page);
         flag!(
             pin,
             no_path_cache,
@@ -185,7 +222,8 @@ impl Args {
             no_residency_test,
             dotfiles,
             follow_outside_symlinks,
-            listing
+            listing,
+            security_headers
         );
         self
     }

@@ -2,6 +2,7 @@
 //! a [`Config`] the rest of the server reads and never second-guesses.
 
 pub mod cli;
+pub mod response;
 
 use amped_http::Limits;
 use std::fmt;
@@ -10,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use cli::Args;
+pub use response::ResponseOptions;
 
 /// The concurrency architectures. Each drives the same request pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,6 +190,8 @@ pub struct Config {
     pub stats_path: Option<String>,
     /// Inherited listener descriptor (mp worker processes).
     pub worker_fd: Option<i32>,
+    /// Response features: pre-compressed variants, headers, error pages, SPA fallback.
+    pub response: ResponseOptions,
 }
 
 /// A configuration error: one line for the user.
@@ -202,7 +206,7 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
+pub(crate) fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
     Err(ConfigError(msg.into()))
 }
 
@@ -337,6 +341,15 @@ impl Config {
             listing: a.listing,
             stats_path,
             worker_fd: a.worker_fd,
+            response: ResponseOptions::resolve(&response::ResponseArgs {
+                precompressed: a.precompressed.as_deref(),
+                cache_control: &a.cache_control,
+                add_header: &a.add_header,
+                cors_origin: a.cors_origin.as_deref(),
+                security_headers: a.security_headers,
+                error_page: &a.error_page,
+                spa_fallback: a.spa_fallback.as_deref(),
+            })?,
         })
     }
 }
@@ -426,6 +439,16 @@ mod tests {
         assert_eq!(c.helpers, 2);
         assert_eq!(c.header_timeout, Duration::from_millis(1500));
         assert!(!c.opt.path_cache);
+        std::fs::write(
+            &file,
+            "cache_control = [\"/assets/*=max-age=60\"]\nadd_header = [\"X-A: 1\"]\n\
+             precompressed = \"gz\"\nsecurity_headers = true\n",
+        )
+        .unwrap();
+        let c = parse(&["--config", file.to_str().unwrap(), "--add-header", "X-B: 2"]).unwrap();
+        assert_eq!(c.response.cache_control, [("/assets/*".into(), "max-age=60".into())]);
+        assert!(c.response.common_headers.starts_with(b"X-B: 2\r\nX-Content-Type-Options"));
+        assert_eq!(c.response.precompressed, [amped_http::Encoding::Gzip]);
         std::fs::write(&file, "bogus_key = 1\n").unwrap();
         let e = parse(&["--config", file.to_str().unwrap()]).unwrap_err().to_string();
         assert!(e.contains("invalid config file"), "{e}");

@@ -109,10 +109,11 @@ impl Job {
                         url_path: &url_path,
                         follow_outside: cfg.follow_outside_symlinks,
                         listing: cfg.listing,
+                        precompressed: &cfg.response.precompressed,
                     })
                 });
                 let file = match &translation {
-                    Translation::File(p) => Some(open_file(p, cfg, pages)),
+                    Translation::File(p, _) => Some(open_file(p, cfg, pages)),
                     _ => None,
                 };
                 let listing = match &translation {
@@ -199,7 +200,7 @@ impl Resolved {
     ) -> Resolved {
         Resolved {
             url_path,
-            translation: Translation::File(path),
+            translation: Translation::File(path, amped_http::EncodingSet::EMPTY),
             translated_now: false,
             file: Some(file),
             listing: None,

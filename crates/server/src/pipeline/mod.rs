@@ -8,6 +8,8 @@
 //! as the Flash paper compared Flash, Flash-SPED, Flash-MT and Flash-MP built from one code base.
 
 pub mod conn;
+mod cors;
+mod fallback;
 pub mod job;
 pub mod listing;
 mod respond;
@@ -17,15 +19,19 @@ use crate::access_log::AccessLogger;
 use crate::cache::{Caches, FileEntry, FileLookup, PathLookup, lock};
 use crate::config::Config;
 use crate::stats::{Stats, bump};
-use amped_http::{Method, RequestHead, StatusCode, TargetPath, Version};
+use amped_http::{
+    AcceptEncoding, Encoding, EncodingSet, Method, RequestHead, StatusCode, TargetPath, Version,
+};
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 pub use conn::ConnState;
+use fallback::Substitute;
 pub use job::{Job, JobDone, Resolved};
-use translate::Translation;
+use std::path::{Path, PathBuf};
+use translate::{Translation, original_path, variant_path};
 
 /// What the architecture should do next for a connection.
 #[derive(Debug)]
@@ -96,7 +102,14 @@ pub struct Request {
     peer: SocketAddr,
     received: SystemTime,
     keep_alive: bool,
+    /// The normalised target being served (the fallback's or error page's when substituted).
     target: Option<TargetPath>,
+    /// The pre-compressed variant being sent, if any.
+    encoding: Option<Encoding>,
+    /// The URL has pre-compressed variants, so the answer varies with Accept-Encoding.
+    vary: bool,
+    /// What answers the request instead of its own target, if anything.
+    substitute: Substitute,
 }
 
 /// The request pipeline of one server instance: configuration, caches, counters, access log.
@@ -146,13 +159,7 @@ impl Pipeline {
                 c.inbuf.drain(..head.head_len);
                 c.served += 1;
                 let keep_alive = head.keep_alive && !draining;
-                let req = Request {
-                    head,
-                    peer: c.peer,
-                    received: SystemTime::now(),
-                    keep_alive,
-                    target: None,
-                };
+                let req = Request::new(head, c.peer, keep_alive);
                 self.dispatch(c, req)
             }
         }
@@ -160,7 +167,7 @@ impl Pipeline {
 
     /// Continues the request that was waiting for `done`.
     pub fn resume(&self, c: &mut ConnState, done: JobDone) -> Step {
-        let Some(req) = c.pending.take() else {
+        let Some(mut req) = c.pending.take() else {
             return Step::Close; // no request was waiting: an architecture bug, fail safe
         };
         let r = match done {
@@ -176,12 +183,8 @@ impl Pipeline {
             }
             JobDone::ReadAhead | JobDone::Filled(..) | JobDone::Failed => {
                 c.closing = true;
-                return Step::Respond(self.error_with(
-                    &req,
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    b"",
-                    true,
-                ));
+                req.keep_alive = false;
+                return self.fail(c, req, StatusCode::INTERNAL_SERVER_ERROR);
             }
         };
         if r.translated_now
@@ -190,20 +193,44 @@ impl Pipeline {
             lock(paths).put(r.url_path.clone(), r.translation.clone(), r.at);
         }
         match (r.translation, r.file, r.listing) {
-            (Translation::File(_), Some(Ok(entry)), _) => {
+            (Translation::File(path, variants), Some(Ok(entry)), _) => {
                 let mut entry = Arc::new(entry);
                 if let Some(files) = &self.caches.files {
                     entry = lock(files).put(entry, r.at);
                 }
-                Step::Respond(self.respond_file(&req, entry))
+                if !variants.is_empty() {
+                    // Translated just now: the job opened the file itself, but this client
+                    // may take one of the variants it found.
+                    let chosen = self.choose_variant(&mut req, &path, variants);
+                    if chosen != path {
+                        return self.after_translation(
+                            c,
+                            req,
+                            Translation::File(chosen, EncodingSet::EMPTY),
+                        );
+                    }
+                }
+                Step::Respond(self.serve_file(&req, entry))
             }
-            (Translation::File(_), Some(Err(e)), _) => {
+            (Translation::File(path, _), Some(Err(e)), _) => {
+                if let Some(encoding) = req.encoding.take() {
+                    // The variant went away since the translation was cached: send the file.
+                    let original = original_path(&path, encoding);
+                    return self.after_translation(
+                        c,
+                        req,
+                        Translation::File(original, EncodingSet::EMPTY),
+                    );
+                }
                 let status = if e.kind() == std::io::ErrorKind::PermissionDenied {
                     StatusCode::FORBIDDEN
                 } else {
                     StatusCode::NOT_FOUND
                 };
-                Step::Respond(self.error(&req, status))
+                self.fail(c, req, status)
+            }
+            (Translation::Listing(_), _, Some(_)) if req.substitute.is_active() => {
+                self.fail(c, req, StatusCode::NOT_FOUND)
             }
             (Translation::Listing(_), _, Some(page)) => Step::Respond(self.generated(
                 &req,
@@ -265,6 +292,9 @@ impl Pipeline {
         match h.method {
             Method::Get | Method::Head => {}
             Method::Unknown => return Step::Respond(self.error(&req, StatusCode::NOT_IMPLEMENTED)),
+            Method::Options if self.is_preflight(&req) => {
+                return Step::Respond(self.preflight(&req));
+            }
             _ => {
                 return Step::Respond(self.error_with(
                     &req,
@@ -292,8 +322,15 @@ impl Pipeline {
             Err(_) => return Step::Respond(self.error(&req, StatusCode::BAD_REQUEST)),
         };
         if !self.cfg.dotfiles && target.has_dot_segment() {
-            return Step::Respond(self.error(&req, StatusCode::NOT_FOUND));
+            return self.fail(c, req, StatusCode::NOT_FOUND);
         }
+        req.target = Some(target);
+        self.lookup(c, req)
+    }
+
+    /// Serves `req.target`: through the path cache, or a job that translates it.
+    fn lookup(&self, c: &mut ConnState, req: Request) -> Step {
+        let target = req.target.as_ref().expect("looked-up requests have a target");
         let url_path = target.to_url_path();
         let now = Instant::now();
         let lookup = match &self.caches.paths {
@@ -302,20 +339,21 @@ impl Pipeline {
         };
         let translation = match lookup {
             PathLookup::Fresh(t) => Some(t),
-            PathLookup::Stale(Translation::File(p))
-                if p == self.cfg.root.join(target.to_rel_path()) =>
+            // A direct mapping: the cached open file can vouch for the translation — unless
+            // variants are on, whose appearance only a translation notices.
+            PathLookup::Stale(Translation::File(p, v))
+                if self.cfg.response.precompressed.is_empty()
+                    && p == self.cfg.root.join(target.to_rel_path()) =>
             {
-                // A direct mapping: the cached open file can vouch for the translation.
                 self.revalidated_file(&p, now).map(|_| {
                     if let Some(paths) = &self.caches.paths {
                         lock(paths).touch(&url_path, now);
                     }
-                    Translation::File(p)
+                    Translation::File(p, v)
                 })
             }
             _ => None,
         };
-        req.target = Some(target);
         match translation {
             Some(t) => {
                 bump(&self.stats.path_cache_hits);
@@ -345,18 +383,38 @@ impl Pipeline {
         }
     }
 
-    fn after_translation(&self, c: &mut ConnState, req: Request, t: Translation) -> Step {
+    /// The file to open for `path`: the variant this client prefers among `variants` (noted
+    /// in `req`, with the need for `Vary`), or `path` itself.
+    fn choose_variant(&self, req: &mut Request, path: &Path, variants: EncodingSet) -> PathBuf {
+        if variants.is_empty() {
+            return path.to_path_buf();
+        }
+        req.vary = true;
+        let accept = AcceptEncoding::parse(req.head.accept_encoding.as_deref());
+        req.encoding = accept.choose(&self.cfg.response.precompressed, variants);
+        match req.encoding {
+            Some(e) => variant_path(path, e),
+            None => path.to_path_buf(),
+        }
+    }
+
+    fn after_translation(&self, c: &mut ConnState, mut req: Request, t: Translation) -> Step {
         match t {
-            Translation::File(ref path) => {
+            Translation::File(path, variants) => {
+                let path = self.choose_variant(&mut req, &path, variants);
                 if self.caches.files.is_some() {
-                    if let Some(entry) = self.revalidated_file(path, Instant::now()) {
+                    if let Some(entry) = self.revalidated_file(&path, Instant::now()) {
                         bump(&self.stats.file_cache_hits);
-                        return Step::Respond(self.respond_file(&req, entry));
+                        return Step::Respond(self.serve_file(&req, entry));
                     }
                     bump(&self.stats.file_cache_misses);
                 }
                 let url_path = req.target.as_ref().map(|t| t.to_url_path()).unwrap_or_default();
-                self.park(c, req, url_path, Some(t))
+                self.park(c, req, url_path, Some(Translation::File(path, EncodingSet::EMPTY)))
+            }
+            Translation::Listing(_) | Translation::Redirect(_) if req.substitute.is_active() => {
+                // A fallback or error page must name a file.
+                self.fail(c, req, StatusCode::NOT_FOUND)
             }
             Translation::Listing(_) => {
                 let url_path = req.target.as_ref().map(|t| t.to_url_path()).unwrap_or_default();
@@ -371,8 +429,8 @@ impl Pipeline {
                     false,
                 ))
             }
-            Translation::NotFound => Step::Respond(self.error(&req, StatusCode::NOT_FOUND)),
-            Translation::Forbidden => Step::Respond(self.error(&req, StatusCode::FORBIDDEN)),
+            Translation::NotFound => self.fail(c, req, StatusCode::NOT_FOUND),
+            Translation::Forbidden => self.fail(c, req, StatusCode::FORBIDDEN),
         }
     }
 
@@ -427,7 +485,25 @@ impl Request {
             if_range: None,
             user_agent: None,
             referer: None,
+            accept_encoding: None,
+            origin: None,
+            access_control_request_method: None,
+            access_control_request_headers: None,
         };
-        Request { head, peer, received: SystemTime::now(), keep_alive: false, target: None }
+        Request::new(head, peer, false)
+    }
+
+    /// A request just parsed, served from its own target.
+    fn new(head: RequestHead, peer: SocketAddr, keep_alive: bool) -> Request {
+        Request {
+            head,
+            peer,
+            received: SystemTime::now(),
+            keep_alive,
+            target: None,
+            encoding: None,
+            vary: false,
+            substitute: Substitute::None,
+        }
     }
 }

@@ -4,7 +4,8 @@
 
 use super::{Body, Request, Response};
 use crate::access_log::LogRecord;
-use crate::cache::{FileEntry, header::file_header_lines, lock};
+use crate::cache::header::{HeadContext, etag, file_header_lines};
+use crate::cache::{FileEntry, lock};
 use amped_http::{HeadWriter, Method, RangeOutcome, StatusCode, Version};
 use std::sync::Arc;
 
@@ -12,9 +13,9 @@ impl super::Pipeline {
     /// The response for `req` served from `f`.
     pub(super) fn respond_file(&self, req: &Request, f: Arc<FileEntry>) -> Response {
         let h = &req.head;
-        let lines = self.header_lines(&f);
+        let lines = self.header_lines(&f, self.head_context(req));
         let etag_needed = h.if_none_match.is_some() || h.if_range.is_some();
-        let etag = if etag_needed { f.etag() } else { String::new() };
+        let etag = if etag_needed { etag(&f, req.encoding) } else { String::new() };
         if (h.if_none_match.is_some() || h.if_modified_since.is_some())
             && amped_http::is_not_modified(
                 h.if_none_match.as_deref(),
@@ -45,7 +46,9 @@ impl super::Pipeline {
                 (StatusCode::PARTIAL_CONTENT, start, end_inclusive - start + 1)
             }
             RangeOutcome::Unsatisfiable => {
-                let extra = format!("Content-Range: bytes */{}\r\n", f.size);
+                // The size is the variant's: say which variant it is of.
+                let vary = if req.vary { "Vary: Accept-Encoding\r\n" } else { "" };
+                let extra = format!("Content-Range: bytes */{}\r\n{vary}", f.size);
                 return self.error_with(
                     req,
                     StatusCode::RANGE_NOT_SATISFIABLE,
@@ -73,18 +76,55 @@ impl super::Pipeline {
         self.response(req, status, head, body)
     }
 
-    /// Header lines for `f`, from the header cache when it is on.
-    fn header_lines(&self, f: &FileEntry) -> Arc<[u8]> {
+    /// A custom error page: the file `f` with `status`, whole, never a 304 or a range (those
+    /// describe the page, not the missing resource), without validators or cache rules.
+    pub(super) fn respond_error_page(
+        &self,
+        req: &Request,
+        f: Arc<FileEntry>,
+        status: StatusCode,
+    ) -> Response {
+        let mut head = Vec::with_capacity(256);
+        let mut w = HeadWriter::new(&mut head, status);
+        self.page_fields(&mut w, &amped_http::content_type_for(&f.path), f.size);
+        connection_header(&mut w, req);
+        w.finish();
+        let body = if req.head.method == Method::Head || f.size == 0 {
+            Body::None
+        } else if let Some(mem) = &f.body {
+            Body::Memory(mem.clone(), 0..mem.len())
+        } else {
+            let len = f.size;
+            Body::File { file: f, offset: 0, len }
+        };
+        self.response(req, status, head, body)
+    }
+
+    /// What besides the file shapes its header lines for this request.
+    fn head_context(&self, req: &Request) -> HeadContext {
+        let rules = &self.cfg.response;
+        let cache_rule = match &req.target {
+            Some(t) if !rules.cache_control.is_empty() => {
+                rules.cache_control_for(&t.to_url_path()).map(|(i, _)| i)
+            }
+            _ => None,
+        };
+        HeadContext { encoding: req.encoding, vary: req.vary, cache_rule }
+    }
+
+    /// Header lines for `f` in `ctx`, from the header cache when it is on.
+    fn header_lines(&self, f: &FileEntry, ctx: HeadContext) -> Arc<[u8]> {
+        let opts = &self.cfg.response;
         let Some(cache) = &self.caches.headers else {
-            return file_header_lines(f).into();
+            return file_header_lines(f, ctx, opts).into();
         };
         let mut c = lock(cache);
-        if let Some(lines) = c.get(f) {
+        if let Some(lines) = c.get(f, ctx) {
             crate::stats::bump(&self.stats.header_cache_hits);
             return lines;
         }
-        let lines: Arc<[u8]> = file_header_lines(f).into();
-        c.put(f, lines.clone());
+        let lines: Arc<[u8]> = file_header_lines(f, ctx, opts).into();
+        c.put(f, ctx, lines.clone());
         lines
     }
 
@@ -117,11 +157,8 @@ impl super::Pipeline {
     ) -> Response {
         let mut head = Vec::with_capacity(256);
         let mut w = HeadWriter::new(&mut head, status);
-        w.date()
-            .header("Server", crate::SERVER_NAME.as_bytes())
-            .header("Content-Type", content_type.as_bytes())
-            .header_u64("Content-Length", page.len() as u64)
-            .raw(extra);
+        self.page_fields(&mut w, content_type, page.len() as u64);
+        w.raw(extra);
         let close = close || !req.keep_alive;
         if close {
             w.header("Connection", b"close");
@@ -140,7 +177,23 @@ impl super::Pipeline {
         resp
     }
 
-    fn response(&self, req: &Request, status: StatusCode, head: Vec<u8>, body: Body) -> Response {
+    /// The fields of a page that is no file's representation (generated, or a custom error
+    /// page): date, server, type, length and the configured headers.
+    fn page_fields(&self, w: &mut HeadWriter<'_>, content_type: &str, len: u64) {
+        w.date()
+            .header("Server", crate::SERVER_NAME.as_bytes())
+            .header("Content-Type", content_type.as_bytes())
+            .header_u64("Content-Length", len)
+            .raw(&self.cfg.response.common_headers);
+    }
+
+    pub(super) fn response(
+        &self,
+        req: &Request,
+        status: StatusCode,
+        head: Vec<u8>,
+        body: Body,
+    ) -> Response {
         crate::stats::bump(&self.stats.requests);
         let log = self.log.enabled().then(|| {
             Box::new(LogRecord {
@@ -161,7 +214,7 @@ impl super::Pipeline {
     }
 }
 
-fn connection_header(w: &mut HeadWriter<'_>, req: &Request) {
+pub(super) fn connection_header(w: &mut HeadWriter<'_>, req: &Request) {
     if !req.keep_alive {
         w.header("Connection", b"close");
     } else if req.head.version == Version::Http10 {

@@ -6,16 +6,23 @@
 //! resolved and the result must still lie under the canonical root unless
 //! `--follow-outside-symlinks`; a directory is served through its `index.html`, or a listing
 //! with `--listing`; a directory named without its trailing slash is redirected; anything that
-//! is not a regular file (FIFO, socket, device) is refused, so no open can hang.
+//! is not a regular file (FIFO, socket, device) is refused, so no open can hang. With
+//! `--precompressed`, the variants beside a file (`app.js.br` …) are looked for here too, under
+//! the same rules (regular files, inside the root), so finding them never blocks an event loop
+//! and the path cache remembers them with the translation.
 
+use amped_http::{Encoding, EncodingSet};
+use std::ffi::{OsStr, OsString};
 use std::io::ErrorKind;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The outcome of translating one URL path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Translation {
-    /// Serve this regular file (canonical path).
-    File(PathBuf),
+    /// Serve this regular file (canonical path), which has these pre-compressed variants
+    /// beside it ([`variant_path`]).
+    File(PathBuf, EncodingSet),
     /// Redirect (301) to this URL path.
     Redirect(String),
     /// List this directory (canonical path).
@@ -40,6 +47,22 @@ pub struct TranslateRequest<'a> {
     pub follow_outside: bool,
     /// Directory listings on.
     pub listing: bool,
+    /// Pre-compressed variants to look for (empty: none).
+    pub precompressed: &'a [Encoding],
+}
+
+/// Where the variant of `file` in `encoding` lives: the same name plus the coding's suffix.
+pub fn variant_path(file: &Path, encoding: Encoding) -> PathBuf {
+    let mut name = OsString::from(file.as_os_str());
+    name.push(encoding.suffix());
+    PathBuf::from(name)
+}
+
+/// The file a variant path belongs to (`app.js.br` → `app.js`).
+pub fn original_path(variant: &Path, encoding: Encoding) -> PathBuf {
+    let bytes = variant.as_os_str().as_bytes();
+    let name = bytes.strip_suffix(encoding.suffix().as_bytes()).unwrap_or(bytes);
+    PathBuf::from(OsStr::from_bytes(name))
 }
 
 /// Translates one request (blocking: runs in a job).
@@ -59,7 +82,7 @@ pub fn translate(req: &TranslateRequest<'_>) -> Translation {
         }
         let index = real.join("index.html");
         match canonical_inside(req, &index) {
-            Ok(idx) if idx.is_file() => return Translation::File(idx),
+            Ok(idx) if idx.is_file() => return file(req, idx),
             Ok(_) | Err(Translation::NotFound) => {}
             Err(other) => return other,
         }
@@ -71,7 +94,20 @@ pub fn translate(req: &TranslateRequest<'_>) -> Translation {
     if req.trailing_slash {
         return Translation::NotFound;
     }
-    Translation::File(real)
+    file(req, real)
+}
+
+/// A file to serve, with the variants found beside it.
+fn file(req: &TranslateRequest<'_>, real: PathBuf) -> Translation {
+    let mut variants = EncodingSet::EMPTY;
+    for &e in req.precompressed {
+        let found = canonical_inside(req, &variant_path(&real, e))
+            .is_ok_and(|v| std::fs::metadata(v).is_ok_and(|m| m.is_file()));
+        if found {
+            variants.insert(e);
+        }
+    }
+    Translation::File(real, variants)
 }
 
 fn canonical_inside(req: &TranslateRequest<'_>, p: &Path) -> Result<PathBuf, Translation> {
@@ -103,6 +139,7 @@ mod tests {
             url_path: &url,
             follow_outside: follow,
             listing: false,
+            precompressed: &[],
         })
     }
 
@@ -118,14 +155,60 @@ mod tests {
         std::os::unix::fs::symlink(outer.path().join("secret"), root_dir.join("out")).unwrap();
         std::os::unix::fs::symlink(root_dir.join("f.txt"), root_dir.join("in")).unwrap();
         let root = std::fs::canonicalize(&root_dir).unwrap();
-        assert_eq!(run(&root, "f.txt", false, false), Translation::File(root.join("f.txt")));
+        assert_eq!(
+            run(&root, "f.txt", false, false),
+            Translation::File(root.join("f.txt"), EncodingSet::EMPTY)
+        );
         assert_eq!(run(&root, "f.txt", true, false), Translation::NotFound);
         assert_eq!(run(&root, "d", false, false), Translation::Redirect("/d/".into()));
-        assert_eq!(run(&root, "d", true, false), Translation::File(root.join("d/index.html")));
+        assert_eq!(
+            run(&root, "d", true, false),
+            Translation::File(root.join("d/index.html"), EncodingSet::EMPTY)
+        );
         assert_eq!(run(&root, "e", true, false), Translation::NotFound);
         assert_eq!(run(&root, "nope", false, false), Translation::NotFound);
         assert_eq!(run(&root, "out", false, false), Translation::NotFound);
-        assert!(matches!(run(&root, "out", false, true), Translation::File(_)));
-        assert_eq!(run(&root, "in", false, false), Translation::File(root.join("f.txt")));
+        assert!(matches!(run(&root, "out", false, true), Translation::File(..)));
+        assert_eq!(
+            run(&root, "in", false, false),
+            Translation::File(root.join("f.txt"), EncodingSet::EMPTY)
+        );
+    }
+
+    #[test]
+    fn variants_beside_a_file_are_found_inside_the_root_only() {
+        let outer = tempfile::tempdir().unwrap();
+        let root_dir = outer.path().join("root");
+        std::fs::create_dir_all(root_dir.join("d/index.html.gz")).unwrap(); // a directory
+        std::fs::write(root_dir.join("d/index.html"), "i").unwrap();
+        for f in ["app.js", "app.js.br", "app.js.gz"] {
+            std::fs::write(root_dir.join(f), "x").unwrap();
+        }
+        std::fs::write(outer.path().join("secret.zst"), "s").unwrap();
+        std::os::unix::fs::symlink(outer.path().join("secret.zst"), root_dir.join("app.js.zst"))
+            .unwrap();
+        let root = std::fs::canonicalize(&root_dir).unwrap();
+        let all = [Encoding::Brotli, Encoding::Zstd, Encoding::Gzip];
+        let run = |rel: &str, slash: bool, pre: &[Encoding]| {
+            translate(&TranslateRequest {
+                root: &root,
+                rel: Path::new(rel),
+                trailing_slash: slash,
+                url_path: rel,
+                follow_outside: false,
+                listing: false,
+                precompressed: pre,
+            })
+        };
+        let Translation::File(p, v) = run("app.js", false, &all) else { panic!("a file") };
+        assert_eq!(p, root.join("app.js"));
+        assert!(v.contains(Encoding::Brotli) && v.contains(Encoding::Gzip));
+        assert!(!v.contains(Encoding::Zstd), "a variant leading out of the root is ignored");
+        let Translation::File(_, v) = run("app.js", false, &[Encoding::Gzip]) else { panic!() };
+        assert!(v.contains(Encoding::Gzip) && !v.contains(Encoding::Brotli), "only those asked");
+        let Translation::File(_, v) = run("d", true, &all) else { panic!("index file") };
+        assert!(v.is_empty(), "a directory is no variant");
+        assert_eq!(variant_path(&p, Encoding::Zstd), root.join("app.js.zst"));
+        assert_eq!(original_path(&root.join("app.js.zst"), Encoding::Zstd), p);
     }
 }

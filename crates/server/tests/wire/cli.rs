@@ -32,6 +32,30 @@ fn expect_error(args: &[&str], mention: &str, one_line: bool) {
 }
 
 #[test]
+fn bad_response_options_fail_with_one_line() {
+    for (args, mention) in [
+        (&["--add-header", "X-A: 1\r\nSet-Cookie: s=1"][..], "--add-header"),
+        (&["--add-header", "X-A: 1\nX-B: 2"][..], "--add-header"),
+        (&["--add-header", "Content-Length: 1"][..], "Content-Length"),
+        (&["--cache-control", "/a/*=max-age=1\r\nX-B: 2"][..], "--cache-control"),
+        (&["--cache-control", "no-equals-sign"][..], "--cache-control"),
+        (&["--cors-origin", "https://a.example\r\nX-B: 2"][..], "--cors-origin"),
+        (&["--precompressed", "br,lzma"][..], "lzma"),
+        (&["--error-page", "418=/teapot.html"][..], "--error-page"),
+        (&["--error-page", "404=errors/404.html"][..], "--error-page"),
+        (&["--spa-fallback", "index.html"][..], "--spa-fallback"),
+    ] {
+        let mut argv = vec!["--listen", "127.0.0.1:0"];
+        argv.extend_from_slice(args);
+        argv.push(".");
+        let os: Vec<OsString> = argv.iter().map(OsString::from).collect();
+        let (status, _, stderr) = run_expecting_exit(&os);
+        assert_eq!(status.code(), Some(2), "{args:?}: {stderr}");
+        expect_cli_error(&argv, mention);
+    }
+}
+
+#[test]
 fn unknown_option_fails() {
     expect_cli_error(&["--bogus-option", "."], "--bogus-option");
 }

@@ -349,7 +349,7 @@ impl UringLoop {
         let c = &mut self.conns[key];
         c.phase = Phase::Parked;
         match job {
-            Job::Resolve { url_path, known: Some(Translation::File(path)), .. } => {
+            Job::Resolve { url_path, known: Some(Translation::File(path, _)), .. } => {
                 let mut opening = Opening::new(url_path, path);
                 match self.ring.open(token, &opening.path) {
                     Ok(op) => {
