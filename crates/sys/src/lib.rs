@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod epoll;
+pub mod files;
 pub mod limits;
 pub mod listen;
 pub mod memory;

@@ -12,9 +12,9 @@ use crate::cache::{FileEntry, PagePolicy};
 use crate::config::Config;
 use amped_sys::pipe::PagePipe;
 use amped_sys::residency;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -157,9 +157,7 @@ impl Job {
 /// cache is on and the file is small, reads its body into memory — then, under memory
 /// pressure, lets its pages go (one copy is enough; see [`crate::cache::pages`]).
 fn open_file(path: &Path, cfg: &Config, pages: &PagePolicy) -> io::Result<FileEntry> {
-    // O_NONBLOCK: should the path have been swapped for a FIFO since translation, open must
-    // not wait for a writer. It has no effect on reads of regular files.
-    let file = OpenOptions::new().read(true).custom_flags(libc_o_nonblock()).open(path)?;
+    let file = amped_sys::files::open_for_serving(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, "not a regular file"));
@@ -207,10 +205,6 @@ impl Resolved {
             at,
         }
     }
-}
-
-fn libc_o_nonblock() -> i32 {
-    0o4000 // O_NONBLOCK on Linux
 }
 
 /// Reads the whole file if it still fits in `limit` bytes (it may have grown since `stat`).
