@@ -130,24 +130,96 @@ pub struct DiskArgs {
     #[arg(long, value_enum)]
     pub evict: Option<EvictArg>,
 
-    /// How the slow disk is emulated: fuse (servers read the data set through a FUSE
-    /// passthrough that delays every page-cache miss like a 2004 disk), blkio (cgroup v1
-    /// read-rate throttle on the real disk) or none. Default: fuse as root with /dev/fuse,
-    /// else blkio as root, else none. The memory cgroup limit applies to fuse and blkio.
-    #[arg(long, value_enum)]
-    pub disk_emulation: Option<DiskEmulationArg>,
+    /// Disk models to run, comma-separated; each is run and reported side by side: hdd (the
+    /// FUSE latency disk: 5 ms + 40 MB/s, 1 arm), ssd (FUSE: 0.1 ms + 500 MB/s, 32 arms),
+    /// iops (the blkio throttle, --read-iops), none; fuse (FUSE with --seek-ms, --mbps,
+    /// --arms, --meta-ms) and blkio (= iops). Default: fuse as root with /dev/fuse, else blkio
+    /// as root, else none. The memory cgroup limit applies to every model but none.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "MODELS")]
+    pub disk_emulation: Option<Vec<DiskEmulationArg>>,
 
     #[command(flatten)]
     pub model: SlowdiskModelArgs,
 }
 
-/// The `--disk-emulation` choices.
+/// The `--disk-emulation` choices: named disk models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DiskEmulationArg {
+    /// The FUSE latency disk of a 2004 hard disk: 5 ms + 40 MB/s, one arm.
+    Hdd,
+    /// An SSD-like FUSE latency disk: 0.1 ms + 500 MB/s, 32 arms.
+    Ssd,
+    /// An IOPS-capped volume: the blkio throttle at --read-iops.
+    Iops,
+    /// The FUSE latency disk with --seek-ms, --mbps, --arms and --meta-ms.
     Fuse,
+    /// The blkio throttle at --read-iops (the same as iops).
     Blkio,
+    /// No slow disk and no memory limit.
     None,
 }
+
+impl DiskEmulationArg {
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            DiskEmulationArg::Hdd => "hdd",
+            DiskEmulationArg::Ssd => "ssd",
+            DiskEmulationArg::Iops => "iops",
+            DiskEmulationArg::Fuse => "fuse",
+            DiskEmulationArg::Blkio => "blkio",
+            DiskEmulationArg::None => "none",
+        }
+    }
+}
+
+impl DiskArgs {
+    /// The models asked for, duplicates removed, in the order given (`None`: the default).
+    pub fn models(&self) -> Option<Vec<DiskEmulationArg>> {
+        let list = self.disk_emulation.as_ref()?;
+        let mut out: Vec<DiskEmulationArg> = Vec::new();
+        for m in list {
+            if !out.contains(m) {
+                out.push(*m);
+            }
+        }
+        Some(out)
+    }
+}
+
+/// The shape of the SPECweb99-like trace and data set (disk-bound and capacity).
+#[derive(Debug, Args, Clone)]
+pub struct TraceShapeArgs {
+    /// Zipf exponent of the directory popularity (higher: a smaller hot set).
+    #[arg(long, default_value_t = 1.0, value_parser = zipf_alpha, value_name = "ALPHA")]
+    pub zipf: f64,
+
+    /// Shares of requests to the four SPECweb99 classes (0.1-0.9 KB, 1-9 KB, 10-90 KB,
+    /// 100-900 KB), comma-separated; they need not add up to 100.
+    #[arg(long, value_name = "A,B,C,D", value_parser = parse_class_mix, default_value = "35,50,14,1")]
+    pub class_mix: ClassMix,
+
+    /// Share of requests (0 to 0.5) for large files: the set gains files of 10-100 MB
+    /// (log-uniform; quick runs: 1-4 MiB), each request picking one uniformly.
+    #[arg(long, value_name = "SHARE", value_parser = large_share)]
+    pub large_files: Option<f64>,
+}
+
+impl TraceShapeArgs {
+    /// The trace shape these options describe (the class mix as shares adding up to 1).
+    pub fn shape(&self) -> crate::datasets::specweb::Shape {
+        let total: f64 = self.class_mix.0.iter().sum();
+        crate::datasets::specweb::Shape {
+            zipf: self.zipf,
+            class_mix: self.class_mix.0.map(|w| w / total),
+            large_share: self.large_files.unwrap_or(0.0),
+        }
+    }
+}
+
+/// `--class-mix`: the four class weights.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClassMix(pub [f64; 4]);
 
 /// The FUSE slow disk's delay model.
 #[derive(Debug, Args, Clone)]
@@ -318,9 +390,21 @@ pub struct DiskBoundArgs {
     /// Data-set size (e.g. 2G, 500M).
     #[arg(long, value_parser = parse_size)]
     pub dataset: Option<u64>,
-    /// Fixed request rate; default: 90% of the slowest server's capacity, measured first.
-    #[arg(long, value_parser = positive_secs)]
+    #[command(flatten)]
+    pub shape: TraceShapeArgs,
+    /// One fixed request rate (the same as --rates R).
+    #[arg(long, value_parser = positive_secs, conflicts_with = "rates")]
     pub rate: Option<f64>,
+    /// Fixed request rates, comma-separated, each run on every model. Default: per model,
+    /// 4 rates (quick: 2) from 40 % to 90 % of the best peer's capacity there, measured
+    /// first (closed loop).
+    #[arg(long, value_delimiter = ',', value_parser = positive_secs, value_name = "R1,R2,...")]
+    pub rates: Option<Vec<f64>>,
+    /// Latency over time from a cold start: after the rate sweep, each server is started
+    /// cold again at the highest rate and measured in consecutive windows of this many
+    /// seconds through the warm-up and the measured time (default 5; quick: off; 0: off).
+    #[arg(long, value_parser = non_negative_secs, value_name = "S")]
+    pub window: Option<f64>,
     /// Simulated clients (the open loop's connection pool).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub connections: Option<u32>,
@@ -335,6 +419,8 @@ pub struct CapacityArgs {
     pub common: CommonArgs,
     #[command(flatten)]
     pub disk: DiskArgs,
+    #[command(flatten)]
+    pub shape: TraceShapeArgs,
     /// Data-set sizes as multiples of the memory limit (the paper's 0.5/1.5/3.3 GB on 1 GB).
     #[arg(long, value_delimiter = ',')]
     pub scales: Option<Vec<f64>>,
@@ -380,6 +466,8 @@ pub struct AllArgs {
     pub common: CommonArgs,
     #[command(flatten)]
     pub disk: DiskArgs,
+    #[command(flatten)]
+    pub shape: TraceShapeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -403,6 +491,36 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
             Ok((v * mult as f64).round() as u64)
         }
         _ => Err(format!("{text:?} is not a size (like 0, 37, 1K, 100K, 10M, 2G)")),
+    }
+}
+
+/// Parses `--class-mix`: four non-negative weights, not all zero.
+pub fn parse_class_mix(text: &str) -> Result<ClassMix, String> {
+    let bad = || format!("{text:?} is not four non-negative weights like 35,50,14,1");
+    let v: Vec<f64> = text
+        .split(',')
+        .map(|p| p.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad())?;
+    let ok =
+        v.len() == 4 && v.iter().all(|w| w.is_finite() && *w >= 0.0) && v.iter().sum::<f64>() > 0.0;
+    if !ok {
+        return Err(bad());
+    }
+    Ok(ClassMix([v[0], v[1], v[2], v[3]]))
+}
+
+fn zipf_alpha(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=5.0).contains(&v) => Ok(v),
+        _ => Err(format!("{text:?} is not a Zipf exponent between 0 and 5")),
+    }
+}
+
+fn large_share(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 0.5 => Ok(v),
+        _ => Err(format!("{text:?} is not a share of requests above 0 and at most 0.5")),
     }
 }
 
@@ -504,12 +622,62 @@ mod tests {
         ])
         .unwrap();
         let Command::DiskBound(a) = e.command else { panic!("not disk-bound") };
-        assert_eq!(a.disk.disk_emulation, Some(DiskEmulationArg::Fuse));
+        assert_eq!(a.disk.models(), Some(vec![DiskEmulationArg::Fuse]));
         assert_eq!(
             a.disk.model.model(),
             crate::slowdisk::Model { seek_ms: 10.0, mbps: 40.0, meta_ms: 1.0, arms: 1 }
         );
         assert!(Cli::try_parse_from(["amplab", "trace", "--disk-emulation", "dm-delay"]).is_err());
+    }
+
+    #[test]
+    fn parses_disk_models_rates_and_the_trace_shape() {
+        let cli = Cli::try_parse_from([
+            "amplab",
+            "disk-bound",
+            "--disk-emulation",
+            "hdd,ssd,iops,none,hdd",
+            "--rates",
+            "100,250.5",
+            "--window",
+            "5",
+            "--zipf",
+            "1.3",
+            "--class-mix",
+            "10, 60,25,5",
+            "--large-files",
+            "0.004",
+        ])
+        .unwrap();
+        let Command::DiskBound(a) = cli.command else { panic!("not disk-bound") };
+        use DiskEmulationArg::*;
+        assert_eq!(a.disk.models(), Some(vec![Hdd, Ssd, Iops, None]), "duplicates dropped");
+        assert_eq!(a.rates, Some(vec![100.0, 250.5]));
+        assert_eq!(a.window, Some(5.0));
+        let shape = a.shape.shape();
+        assert_eq!(
+            (shape.zipf, shape.class_mix, shape.large_share),
+            (1.3, [0.1, 0.6, 0.25, 0.05], 0.004)
+        );
+        let d = Cli::try_parse_from(["amplab", "capacity"]).unwrap();
+        let Command::Capacity(c) = d.command else { panic!("not capacity") };
+        assert_eq!(c.disk.models(), Option::None);
+        assert_eq!(c.shape.shape(), crate::datasets::specweb::Shape::default());
+        for bad in [
+            &["disk-bound", "--disk-emulation", "floppy"][..],
+            &["disk-bound", "--class-mix", "1,2,3"],
+            &["disk-bound", "--class-mix", "0,0,0,0"],
+            &["disk-bound", "--class-mix", "1,-2,3,4"],
+            &["disk-bound", "--zipf", "-1"],
+            &["disk-bound", "--large-files", "0"],
+            &["capacity", "--large-files", "0.6"],
+            &["disk-bound", "--rates", "100,0"],
+            &["disk-bound", "--rate", "100", "--rates", "200"],
+        ] {
+            let mut v = vec!["amplab"];
+            v.extend_from_slice(bad);
+            assert!(Cli::try_parse_from(v).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -40,16 +40,6 @@ pub enum Method {
     None,
 }
 
-impl Method {
-    fn name(self) -> &'static str {
-        match self {
-            Method::Fuse => "fuse",
-            Method::Blkio => "blkio",
-            Method::None => "none",
-        }
-    }
-}
-
 /// How the data set leaves the page cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -74,6 +64,9 @@ pub enum CgroupState {
 /// What a run asks for.
 #[derive(Clone, Copy, Debug)]
 pub struct Wanted {
+    /// The disk model's name in reports (`hdd`, `ssd`, `iops`, `fuse`, `blkio`, `none`, or
+    /// `default`).
+    pub name: &'static str,
     pub memory_limit_bytes: u64,
     pub read_iops: u32,
     /// `--no-cgroups` not given.
@@ -90,6 +83,8 @@ pub struct Wanted {
 /// holds the mount; the last clone dropped unmounts it.
 #[derive(Clone, Debug, Serialize)]
 pub struct DiskEmulation {
+    /// The disk model's name (`--disk-emulation`), as reports and results.csv show it.
+    pub name: String,
     /// The emulation in force.
     pub method: Method,
     /// `--disk-emulation` as given (null: the default was taken).
@@ -135,8 +130,11 @@ pub struct CgroupStats {
     pub memory_max_usage_bytes: u64,
     pub memory_failcnt: u64,
     pub oom_kills: u64,
+    /// Whether a blkio cgroup counted the disk reads below.
+    pub blkio: bool,
     /// Reads dispatched to the throttled device (blkio only; 0 otherwise).
     pub disk_reads: u64,
+    /// Bytes those reads read (`blkio.throttle.io_service_bytes`).
     pub disk_read_bytes: u64,
 }
 
@@ -158,7 +156,7 @@ impl DiskEmulation {
         let device = disk_of(data_dir).unwrap_or_else(|e| format!("unknown ({e})"));
         let fuse_missing = slowdisk::unavailable();
         let (mut method, mut method_reason) = match w.method {
-            Some(m) => (m, format!("--disk-emulation {} was given", m.name())),
+            Some(m) => (m, format!("--disk-emulation {} was given", w.name)),
             None if !w.cgroups => (Method::None, "--no-cgroups was given".to_string()),
             None => match &fuse_missing {
                 None => (
@@ -174,9 +172,10 @@ impl DiskEmulation {
         if method == Method::Fuse
             && let Some(why) = &fuse_missing
         {
-            return Err(format!("--disk-emulation fuse: {why}"));
+            return Err(format!("--disk-emulation {}: {why}", w.name));
         }
         let mut emu = DiskEmulation {
+            name: w.name.to_string(),
             method,
             requested: w.method,
             method_reason: String::new(),
@@ -206,7 +205,7 @@ impl DiskEmulation {
                     method = if root { Method::Blkio } else { Method::None };
                     method_reason = format!("the default fell back: the FUSE disk failed ({e})");
                 }
-                Err(e) => return Err(format!("--disk-emulation fuse: {e}")),
+                Err(e) => return Err(format!("--disk-emulation {}: {e}", w.name)),
             }
         }
         emu.method = method;
@@ -238,6 +237,12 @@ impl DiskEmulation {
         Ok(emu)
     }
 
+    /// Unmounts the FUSE disk of this plan (when this is its last clone) and keeps the
+    /// description, so the next model can mount its own.
+    pub fn release(&mut self) {
+        self.mount = None;
+    }
+
     /// Whether the emulated disk is in force: the FUSE disk or the blkio throttle, with the
     /// memory cgroup that keeps the data set from staying cached.
     pub fn applied(&self) -> bool {
@@ -249,8 +254,12 @@ impl DiskEmulation {
         self.slowdisk.as_ref().map(|i| i.options.model)
     }
 
-    /// A few words for figure subtitles.
+    /// A few words for figure subtitles: the model's name and what it is.
     pub fn short(&self) -> String {
+        format!("{}: {}", self.name, self.what())
+    }
+
+    fn what(&self) -> String {
         match (self.method, self.applied(), self.model()) {
             (Method::Fuse, applied, Some(m)) => format!(
                 "FUSE slow disk ({} ms + {} MB/s, {} arm{}){}",
@@ -260,7 +269,9 @@ impl DiskEmulation {
                 if m.arms == 1 { "" } else { "s" },
                 if applied { " + memory cgroup" } else { ", NO memory limit" }
             ),
-            (Method::Blkio, true, _) => "memory + blkio cgroups".into(),
+            (Method::Blkio, true, _) => {
+                format!("blkio throttle {} reads/s + memory cgroup", self.read_iops.unwrap_or(0))
+            }
             _ => "NO disk emulation".into(),
         }
     }
@@ -268,7 +279,7 @@ impl DiskEmulation {
     /// One plain paragraph for summaries.
     pub fn describe(&self) -> String {
         let mib = self.memory_limit_bytes >> 20;
-        let evict = match (self.evict, self.mount.is_some()) {
+        let evict = match (self.evict, self.slowdisk.is_some()) {
             (Evict::DropCaches, false) => "the page cache was dropped (sync; drop_caches = 3)",
             (Evict::DropCaches, true) => {
                 "the page cache was dropped (sync; drop_caches = 3), the slow disk's cached pages, entries and attributes with it"
@@ -292,7 +303,8 @@ impl DiskEmulation {
         match (self.method, &self.slowdisk) {
             (Method::Fuse, Some(info)) => {
                 let disk = format!(
-                    "**FUSE slow disk** (`--disk-emulation fuse`: {}). Every server read the data set through the FUSE slow disk mounted at {} (a read-only passthrough of {}): each request that missed the kernel's caches cost {} on the emulated disk; the page cache, entries and attributes ({} s) stayed cached in the kernel as usual, so only misses paid.",
+                    "**FUSE slow disk, model {}** ({}). Every server read the data set through the FUSE slow disk mounted at {} (a read-only passthrough of {}): each request that missed the kernel's caches cost {} on the emulated disk; the page cache, entries and attributes ({} s) stayed cached in the kernel as usual, so only misses paid.",
+                    self.name,
                     self.method_reason,
                     info.mount_point.display(),
                     info.source.display(),
@@ -311,7 +323,8 @@ impl DiskEmulation {
                 }
             }
             (Method::Blkio, _) if self.applied() => format!(
-                "**blkio throttle** (`--disk-emulation blkio`: {}). Each server ran in a memory cgroup limited to {mib} MiB and a blkio cgroup throttled to {} reads/s on device {}; before each server {evict}. The throttle caps the rate of reads only: below it a miss costs this machine's fast disk.",
+                "**blkio throttle, model {}** ({}). Each server ran in a memory cgroup limited to {mib} MiB and a blkio cgroup throttled to {} reads/s on device {}; before each server {evict}. The throttle caps the rate of reads only: below it a miss costs this machine's fast disk.",
+                self.name,
                 self.method_reason,
                 self.read_iops.unwrap_or_default(),
                 self.device
@@ -387,6 +400,9 @@ impl DiskEmulation {
             (Evict::Fadvise, None) => {
                 for path in files_under(served) {
                     let file = fs::File::open(&path)?;
+                    // DONTNEED leaves dirty pages cached: a freshly written data set must
+                    // reach the disk first, or its first reads never do.
+                    file.sync_data()?;
                     rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)?;
                 }
                 Ok(())
@@ -427,6 +443,7 @@ impl Cgroup {
             memory_max_usage_bytes: num(self.memory.join("memory.max_usage_in_bytes")),
             memory_failcnt: num(self.memory.join("memory.failcnt")),
             oom_kills,
+            blkio: self.blkio.is_some(),
             disk_reads: io_line("blkio.throttle.io_serviced").unwrap_or(0),
             disk_read_bytes: io_line("blkio.throttle.io_service_bytes").unwrap_or(0),
         }
@@ -477,6 +494,12 @@ mod tests {
 
     fn wanted(method: Option<Method>, cgroups: bool) -> Wanted {
         Wanted {
+            name: match method {
+                Some(Method::Fuse) => "fuse",
+                Some(Method::Blkio) => "blkio",
+                Some(Method::None) => "none",
+                None => "default",
+            },
             memory_limit_bytes: 1 << 20,
             read_iops: 1,
             cgroups,
@@ -494,6 +517,7 @@ mod tests {
 
     fn plain(method: Method, cgroups: CgroupState) -> DiskEmulation {
         DiskEmulation {
+            name: "m".into(),
             method,
             requested: None,
             method_reason: "the default when not root".into(),
@@ -514,7 +538,7 @@ mod tests {
         let text = d.describe();
         assert!(text.contains("No disk emulation") && text.contains("not run as root"), "{text}");
         assert!(!d.applied());
-        assert_eq!(d.short(), "NO disk emulation");
+        assert_eq!(d.short(), "m: NO disk emulation");
         assert_eq!(d.served(Path::new("/data/set")).unwrap(), PathBuf::from("/data/set"));
     }
 
@@ -522,10 +546,13 @@ mod tests {
     fn describes_the_blkio_throttle_and_what_it_does_not_do() {
         let d = plain(Method::Blkio, CgroupState::Applied);
         let text = d.describe();
-        assert!(text.contains("**blkio throttle**") && text.contains("300 reads/s"), "{text}");
+        assert!(
+            text.contains("**blkio throttle, model m**") && text.contains("300 reads/s"),
+            "{text}"
+        );
         assert!(text.contains("rate of reads only"), "{text}");
         assert!(d.applied());
-        assert_eq!(d.short(), "memory + blkio cgroups");
+        assert_eq!(d.short(), "m: blkio throttle 300 reads/s + memory cgroup");
         let off = plain(Method::Blkio, CgroupState::DisabledByOption);
         assert!(off.describe().contains("--no-cgroups was given"));
     }

@@ -2,6 +2,8 @@
 //! JSON parse and hold the expected series, and every SVG is XML with the expected series.
 
 mod common;
+#[path = "common/fuse.rs"]
+mod fuse;
 
 use common::{amplab, f};
 
@@ -58,30 +60,211 @@ fn optimizations_quick() {
 
 #[test]
 fn disk_bound_quick() {
-    // Root or not: the cgroups are used when possible, and the run works either way.
-    let run = amplab(&["disk-bound", "--servers", "amped,sped"]);
+    // Root or not: the cgroups are used when possible, and the run works either way. As root
+    // with /dev/fuse the hdd model goes through the FUSE disk; otherwise only none runs.
+    let models = if fuse_here() { "none,hdd" } else { "none" };
+    let run = amplab(&[
+        "disk-bound",
+        "--servers",
+        "amped,sped",
+        "--disk-emulation",
+        models,
+        "--window",
+        "0.5",
+    ]);
     run.assert_ok();
     let rows = run.csv("results.csv");
-    let phases: Vec<(&str, &str)> =
-        rows.iter().map(|r| (r["phase"].as_str(), r["server"].as_str())).collect();
-    assert_eq!(
-        phases,
-        vec![
-            ("capacity", "amped"),
-            ("capacity", "sped"),
-            ("fixed-rate", "amped"),
-            ("fixed-rate", "sped")
-        ]
-    );
-    for r in &rows {
-        assert!(f(r, "rps") > 0.0 && f(r, "p50_ms") > 0.0 && f(r, "mean_ms") > 0.0, "{r:?}");
-    }
-    assert_eq!(run.svg_series("latency-cdf.svg"), vec!["amped", "sped"]);
-    assert_eq!(run.svg_series("latency-summary.svg"), vec!["amped", "sped"]);
     let setup = run.json("setup.json");
-    let cg = setup["disk_emulation"]["cgroups"]["state"].as_str().unwrap_or_default().to_string();
-    assert!(["applied", "not-root", "unavailable"].contains(&cg.as_str()), "{cg}");
+    for model in models.split(',') {
+        let mine: Vec<_> = rows.iter().filter(|r| r["model"] == model).collect();
+        let phases: Vec<(&str, &str)> =
+            mine.iter().map(|r| (r["phase"].as_str(), r["server"].as_str())).collect();
+        // Capacity of each, then a sweep of 2 rates, then 4 windows of 0.5 s per server.
+        let mut want = vec![("capacity", "amped"), ("capacity", "sped")];
+        want.extend([("fixed-rate", "amped"), ("fixed-rate", "sped")].repeat(2));
+        want.extend([("windows", "amped")].repeat(4));
+        want.extend([("windows", "sped")].repeat(4));
+        assert_eq!(phases, want, "{model}");
+        for r in &mine {
+            assert!(f(r, "rps") > 0.0 && f(r, "p50_ms") > 0.0 && f(r, "mean_ms") > 0.0, "{r:?}");
+        }
+        // The rates spread from 40 % to 90 % of the best other server's capacity.
+        let cap = mine
+            .iter()
+            .filter(|r| r["phase"] == "capacity" && r["server"] == "sped")
+            .map(|r| f(r, "rps"))
+            .next()
+            .unwrap();
+        let rates: Vec<f64> =
+            mine.iter().filter(|r| r["phase"] == "fixed-rate").map(|r| f(r, "rate")).collect();
+        assert_eq!(
+            rates,
+            vec![
+                (0.4 * cap).round(),
+                (0.4 * cap).round(),
+                (0.9 * cap).round(),
+                (0.9 * cap).round()
+            ]
+        );
+        let windows: Vec<&str> = mine
+            .iter()
+            .filter(|r| r["phase"] == "windows" && r["server"] == "amped")
+            .map(|r| r["t_end_s"].as_str())
+            .collect();
+        assert_eq!(windows, vec!["0.5", "1", "1.5", "2"]);
+        for fig in ["latency-cdf", "latency-summary", "latency-vs-rate-p95", "latency-vs-rate-mean"]
+        {
+            assert_eq!(
+                run.svg_series(&format!("{fig}-{model}.svg")),
+                vec!["amped", "sped"],
+                "{fig}"
+            );
+        }
+        assert_eq!(
+            run.svg_series(&format!("latency-over-time-p95-{model}.svg")),
+            vec!["amped", "sped"]
+        );
+    }
+    let summary = run.read("summary.md");
+    for model in models.split(',') {
+        assert!(summary.contains(&format!("## Disk model {model}")), "{summary}");
+    }
+    assert!(summary.contains("Latency over time from a cold start"), "{summary}");
+    assert!(summary.contains("at every rate") || summary.contains("stops holding at"), "{summary}");
+    if models.contains("hdd") {
+        // The FUSE disk counts its bytes: every needed byte is read at least about once.
+        let hdd: Vec<_> =
+            rows.iter().filter(|r| r["model"] == "hdd" && r["phase"] != "windows").collect();
+        for r in &hdd {
+            assert!(f(r, "disk_read_bytes_with_warmup") > 0.0, "{r:?}");
+            assert!(f(r, "read_amplification") > 0.8, "{r:?}");
+            assert!(f(r, "disk_busy") > 0.0, "{r:?}");
+        }
+        assert_eq!(setup["disk_emulation"][1]["name"], "hdd");
+        assert_eq!(setup["disk_emulation"][1]["slowdisk"]["model"]["arms"], 1);
+        assert!(summary.contains("FUSE slow disk, model hdd"), "{summary}");
+    } else {
+        let cg = setup["disk_emulation"]["cgroups"]["state"].as_str().unwrap_or_default();
+        assert_eq!(cg, "disabled-by-option", "none has no cgroups");
+    }
+    let none = rows.iter().find(|r| r["model"] == "none").unwrap();
+    assert_eq!(none["read_amplification"], "", "no disk counters without a slow disk");
     assert!(setup["parameters"]["rate"].as_f64().is_some_and(|r| r > 0.0));
+}
+
+#[test]
+fn disk_bound_given_rates_rounds_and_a_heavy_tailed_trace() {
+    let run = amplab(&[
+        "disk-bound",
+        "--servers",
+        "amped",
+        "--no-cgroups",
+        "--rates",
+        "150,300",
+        "--rounds",
+        "2",
+        "--zipf",
+        "1.2",
+        "--class-mix",
+        "10,60,25,5",
+        "--large-files",
+        "0.01",
+        "--duration",
+        "1",
+        "--warmup",
+        "0.3",
+        "--window",
+        "0.65",
+    ]);
+    run.assert_ok();
+    let rows = run.csv("results.csv");
+    let cells: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| (r["round"].as_str(), r["phase"].as_str(), r["rate"].as_str()))
+        .collect();
+    // 2 rounds of both rates, then a windowed run per round at the highest (2 windows each).
+    let sweep = [("0", "fixed-rate", "150"), ("0", "fixed-rate", "300")];
+    let mut want = sweep.to_vec();
+    want.extend(sweep.map(|(_, p, r)| ("1", p, r)));
+    want.extend([("0", "windows", "300"), ("0", "windows", "300")]);
+    want.extend([("1", "windows", "300"), ("1", "windows", "300")]);
+    assert_eq!(cells, want);
+    assert!(rows.iter().all(|r| r["model"] == "none"));
+    assert_eq!(
+        run.svg_series("latency-over-time-mean-none.svg"),
+        vec!["amped", "amped (min)", "amped (max)"]
+    );
+    assert!(rows.iter().all(|r| r["timeouts"] == "0" && !r["p999_ms"].is_empty()));
+    assert_eq!(
+        run.svg_series("latency-vs-rate-p95-none.svg"),
+        vec!["amped", "amped (min)", "amped (max)"]
+    );
+    let summary = run.read("summary.md");
+    assert!(
+        summary.contains("Zipf α = 1.2, class mix 10/60/25/5 %, 1 % of requests for large files"),
+        "{summary}"
+    );
+    assert!(summary.contains("+ 3 large files"), "{summary}");
+    assert!(summary.contains("| 99.9% ms | max ms | timeouts |"), "{summary}");
+    assert!(summary.contains("Rates: 150, 300 req/s (given)"), "{summary}");
+    let setup = run.json("setup.json");
+    assert_eq!(setup["parameters"]["shape"]["zipf"], 1.2);
+    assert_eq!(setup["parameters"]["models"][0]["rates"], serde_json::json!([150.0, 300.0]));
+}
+
+#[test]
+fn capacity_runs_each_model_side_by_side() {
+    let models = if fuse_here() { "none,ssd" } else { "none" };
+    let run = amplab(&[
+        "capacity",
+        "--servers",
+        "amped",
+        "--disk-emulation",
+        models,
+        "--scales",
+        "1.5",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.3",
+    ]);
+    run.assert_ok();
+    let rows = run.csv("results.csv");
+    let got: Vec<&str> = rows.iter().map(|r| r["model"].as_str()).collect();
+    assert_eq!(got, models.split(',').collect::<Vec<_>>());
+    let summary = run.read("summary.md");
+    for model in models.split(',') {
+        assert_eq!(run.svg_series(&format!("capacity-{model}.svg")), vec!["amped"]);
+        assert!(summary.contains(&format!("## Disk model {model}")), "{summary}");
+    }
+    if models.contains("ssd") {
+        let ssd = &rows[1];
+        assert!(f(ssd, "read_amplification") > 0.5, "{ssd:?}");
+        assert!(summary.contains("32 arms"), "{summary}");
+    }
+}
+
+#[test]
+fn bad_disk_options_are_one_line_errors() {
+    for args in [
+        &["disk-bound", "--disk-emulation", "floppy"][..],
+        &["disk-bound", "--class-mix", "1,2,3"],
+        &["disk-bound", "--zipf", "-1"],
+        &["capacity", "--large-files", "0.9"],
+        &["disk-bound", "--rate", "100", "--rates", "100,200"],
+    ] {
+        let run = amplab(args);
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.starts_with("error:"), "{args:?}: {}", run.stderr);
+    }
+    let run = amplab(&["trace", "--disk-emulation", "none,hdd", "--servers", "amped"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("trace runs on one disk model"), "{}", run.stderr);
+}
+
+/// Whether amplab can mount its FUSE disk here (root, /dev/fuse, fuse in the kernel).
+fn fuse_here() -> bool {
+    fuse::skip_reason().is_none()
 }
 
 #[test]

@@ -45,9 +45,12 @@ pub fn run(a: &AllArgs) -> Result<Vec<PathBuf>, String> {
         (
             "trace",
             Box::new(move || {
+                // The trace experiment runs on one model: the first one asked for.
+                let mut disk = a.disk.clone();
+                disk.disk_emulation = disk.models().map(|m| m.into_iter().take(1).collect());
                 super::trace::run(&TraceArgs {
                     common: common("trace"),
-                    disk: a.disk.clone(),
+                    disk,
                     clf: None,
                     connections: None,
                     requests_per_conn: 5,
@@ -61,7 +64,10 @@ pub fn run(a: &AllArgs) -> Result<Vec<PathBuf>, String> {
                     common: common("disk-bound"),
                     disk: a.disk.clone(),
                     dataset: None,
+                    shape: a.shape.clone(),
                     rate: None,
+                    rates: None,
+                    window: None,
                     connections: None,
                     requests_per_conn: 5,
                 })
@@ -73,6 +79,7 @@ pub fn run(a: &AllArgs) -> Result<Vec<PathBuf>, String> {
                 super::capacity::run(&CapacityArgs {
                     common: common("capacity"),
                     disk: a.disk.clone(),
+                    shape: a.shape.clone(),
                     scales: None,
                     connections: None,
                     requests_per_conn: 5,
@@ -94,10 +101,14 @@ pub fn run(a: &AllArgs) -> Result<Vec<PathBuf>, String> {
         (
             "linux-comparison",
             Box::new(move || {
+                // The linux comparison runs on one model: the first one asked for.
+                let mut disk = a.disk.clone();
+                disk.disk_emulation = disk.models().map(|m| m.into_iter().take(1).collect());
                 super::linux_comparison::run(&LinuxComparisonArgs {
                     capacity: CapacityArgs {
                         common: common("linux-comparison"),
-                        disk: a.disk.clone(),
+                        disk,
+                        shape: a.shape.clone(),
                         scales: None,
                         connections: None,
                         requests_per_conn: 5,

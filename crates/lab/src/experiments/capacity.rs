@@ -1,7 +1,8 @@
 //! E5, capacity at infinite demand vs data-set size (DeBox 2004, Table 8): closed-loop clients
 //! with persistent connections (5 requests each) on SPECweb99-like sets. The paper's 500 MB,
 //! 1.5 GB and 3.3 GB ran on a 1 GB machine; here the sizes are the same multiples (0.5, 1.5,
-//! 3.3) of the memory cgroup's limit, and the summary says so.
+//! 3.3) of the memory cgroup's limit, and the summary says so. Several disk models
+//! (`--disk-emulation hdd,ssd,iops,none`) are run one after another and reported side by side.
 
 use serde::Serialize;
 use serde_json::json;
@@ -9,6 +10,7 @@ use serde_json::json;
 use super::diskrun::{self, ClosedLoop, DiskCell, ScaledSet};
 use super::{Lab, failures_section};
 use crate::cli::CapacityArgs;
+use crate::datasets::specweb;
 use crate::diskemu::DiskEmulation;
 use crate::progress::Progress;
 use crate::report::markdown::table;
@@ -20,9 +22,10 @@ use crate::svg::{Chart, Plot, Scale, Series};
 pub const DEFAULT_SERVERS: &[&str] =
     &["apache-prefork-150", "sped", "amped", "uring", "nginx", "nginx-aio", "lighttpd", "h2o"];
 
-/// One measured (data set, server).
+/// One measured (model, data set, server).
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
+    pub model: String,
     pub dataset_bytes: u64,
     pub scale: f64,
     pub cell: DiskCell,
@@ -31,6 +34,7 @@ pub struct Row {
 /// The run's parameters, defaults filled in (shared with E7, linux-comparison).
 pub(super) struct Params {
     pub(super) scales: Vec<f64>,
+    pub(super) shape: specweb::Shape,
     pub(super) connections: u32,
     pub(super) requests_per_conn: u32,
     pub(super) warmup: f64,
@@ -50,6 +54,7 @@ impl Params {
         }
         Ok(Params {
             scales,
+            shape: a.shape.shape(),
             connections: a.connections.unwrap_or(if q { 20 } else { 1020 }),
             requests_per_conn: a.requests_per_conn,
             warmup: a.common.warmup.unwrap_or(if q { 0.5 } else { 15.0 }),
@@ -67,27 +72,46 @@ impl Params {
 pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
     let q = a.common.quick;
     let mut lab = Lab::open("capacity", &a.common, DEFAULT_SERVERS)?;
-    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 })?;
     let p = Params::new(a)?;
-    let rows = measure(&mut lab, &emu, &p)?;
+    let models = diskrun::models(&a.disk);
+    let mut rows = Vec::new();
+    let mut sections = String::new();
+    let (mut emus, mut notes) = (Vec::new(), Vec::new());
+    for model in models {
+        // One model at a time: a FUSE model's mount lives as long as its plan.
+        let emu = diskrun::plan_disk(&lab, &a.disk, model, if q { 64 } else { 128 })?;
+        let mine = measure(&mut lab, &emu, &p)?;
+        let figure = chart(&mut lab, &emu, &p, &mine)?;
+        sections.push_str(&model_section(&lab, &emu, &p, &mine, &figure));
+        if !emu.applied() {
+            notes.push(emu.describe());
+        }
+        rows.extend(mine);
+        emus.push(emu);
+    }
     diskrun::write_raw(&mut lab, &["dataset_bytes", "scale"], &rows, |r| {
         (vec![r.dataset_bytes.to_string(), r.scale.to_string()], &r.cell)
     })?;
-    let figure = chart(&mut lab, &emu, &p, &rows)?;
-    let s = summary(&lab, &emu, &p, &rows, &figure);
-    let params = json!({"scales": p.scales, "memory_limit_bytes": emu.memory_limit_bytes, "connections": p.connections, "requests_per_conn": p.requests_per_conn, "warmup_s": p.warmup, "duration_s": p.duration, "trace_requests": p.trace_len});
-    let notes = if emu.applied() { Vec::new() } else { vec![emu.describe()] };
-    lab.finish(params, Some(json!(emu)), notes, &s)
+    let s = summary(&lab, &emus, &p, &rows, &sections);
+    let memory = emus.first().map_or(0, |e| e.memory_limit_bytes);
+    let params = json!({"scales": p.scales, "memory_limit_bytes": memory, "connections": p.connections, "requests_per_conn": p.requests_per_conn, "warmup_s": p.warmup, "duration_s": p.duration, "trace_requests": p.trace_len, "models": emus.iter().map(|e| e.name.clone()).collect::<Vec<_>>()});
+    let disk = if emus.len() == 1 { json!(emus[0]) } else { json!(emus) };
+    lab.finish(params, Some(disk), notes, &s)
 }
 
-/// Every (data set, server) cell, data sets generated as needed.
+/// Every (data set, server) cell of one disk model, data sets generated as needed.
 fn measure(lab: &mut Lab, emu: &DiskEmulation, p: &Params) -> Result<Vec<Row>, String> {
     let cells = measure_with(lab, emu, p, |lab, spec, s| {
         (diskrun::run_one(lab, emu, spec, &s.set.root, &s.probe, &s.load, "cap"), ())
     })?;
     Ok(cells
         .into_iter()
-        .map(|(dataset_bytes, scale, cell, ())| Row { dataset_bytes, scale, cell })
+        .map(|(dataset_bytes, scale, cell, ())| Row {
+            model: emu.name.clone(),
+            dataset_bytes,
+            scale,
+            cell,
+        })
         .collect())
 }
 
@@ -103,7 +127,7 @@ pub(super) fn measure_with<X>(
     let per_cell = p.warmup + p.duration + 3.0;
     let mut progress = Progress::new(lab.experiment, steps, steps as f64 * per_cell);
     let mut rows = Vec::new();
-    let shape = ClosedLoop {
+    let closed = ClosedLoop {
         connections: p.connections,
         requests_per_conn: p.requests_per_conn,
         warmup_s: p.warmup,
@@ -111,10 +135,13 @@ pub(super) fn measure_with<X>(
         trace_len: p.trace_len,
     };
     for &scale in &p.scales {
-        let set = diskrun::scaled_set(lab, emu, scale, &shape)?;
+        let set = diskrun::scaled_set(lab, emu, scale, &closed, &p.shape)?;
         let mib = set.set.bytes as f64 / 1048576.0;
         for spec in lab.servers.clone() {
-            progress.step(&format!("{} on {mib:.0} MiB ({scale}× memory)", spec.label), per_cell);
+            progress.step(
+                &format!("{}: {} on {mib:.0} MiB ({scale}× memory)", emu.name, spec.label),
+                per_cell,
+            );
             let (cell, extra) = run_cell(lab, &spec, &set);
             if let Some(m) = &cell.measurement {
                 progress
@@ -153,7 +180,7 @@ fn chart(lab: &mut Lab, emu: &DiskEmulation, p: &Params, rows: &[Row]) -> Result
         .collect();
     let limit_mib = emu.memory_limit_bytes >> 20;
     lab.run
-        .write_chart("capacity", &Chart {
+        .write_chart(&format!("capacity-{}", emu.name), &Chart {
             title: "Capacity at infinite demand vs data-set size (DeBox Table 8, scaled)".into(),
             subtitle: format!(
                 "SPECweb99-like sets at {} × a {limit_mib} MiB memory limit; {} closed-loop clients × {} requests/connection; {}",
@@ -171,20 +198,11 @@ fn chart(lab: &mut Lab, emu: &DiskEmulation, p: &Params, rows: &[Row]) -> Result
         .map_err(|e| e.to_string())
 }
 
-/// summary.md: the table, the paper's numbers and the comparison.
-fn summary(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figure: &str) -> String {
+/// One model's part of summary.md: throughput per data set, the disk's use on the largest,
+/// the comparison with the paper.
+fn model_section(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figure: &str) -> String {
     let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
-    let limit_mib = emu.memory_limit_bytes >> 20;
-    let workload = format!(
-        "SPECweb99-like file sets of {} times the server's {limit_mib} MiB memory limit (the paper: 0.5 / 1.5 / 3.3 GB on a 1 GB machine, so the same ratios, not the same sizes), Zipf trace; {} closed-loop clients, {} requests per persistent connection (infinite demand); {} s warm-up, {} s measured",
-        p.scales_text(),
-        p.connections,
-        p.requests_per_conn,
-        p.warmup,
-        p.duration
-    );
-    let mut s = lab.summary_head("E5 capacity vs data-set size (DeBox 2004, Table 8)", &workload);
-    s.push_str(&format!("Disk: {}\n\n", emu.describe()));
+    let mut s = format!("## Disk model {}\n\nDisk: {}\n\n", emu.name, emu.describe());
     let mut header = vec!["server".to_string()];
     header.extend(p.scales.iter().map(|sc| {
         format!("{:.0} MiB ({sc}×) Mb/s", emu.memory_limit_bytes as f64 * sc / 1048576.0)
@@ -198,9 +216,40 @@ fn summary(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figure: &st
         })
         .collect();
     s.push_str(&table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body));
-    s.push_str(&format!("\nPaper (Mb/s, Apache / Old Flash / New Flash): 500 MB 240.3 / 485.2 / 660.9; 1.5 GB 230.7 / 410.6 / 580.3; 3.3 GB 210.6 / 264.5 / 326.4.\n\nFigure: [{figure}]({figure})\n\n## Compared with the paper\n\n"));
     let first = p.scales[0];
     let last = p.scales[p.scales.len() - 1];
+    s.push_str(&format!("\nOn the largest set ({last}× memory): disk reads/s, MB read/s, read amplification (bytes read from the disk ÷ bytes of the distinct files the warm-up and the measurement asked for), disk busy %, timeouts (no answer within 30 s), 99.9th percentile and maximum latency:\n\n"));
+    let disk: Vec<Vec<String>> = labels
+        .iter()
+        .map(|l| {
+            let c = rows.iter().find(|r| &r.cell.server == l && r.scale == last).map(|r| &r.cell);
+            let get = |f: fn(&DiskCell) -> Option<f64>| c.and_then(f).unwrap_or(f64::NAN);
+            vec![
+                l.clone(),
+                fmt(get(DiskCell::disk_reads_per_s), 0),
+                fmt(get(DiskCell::disk_bytes_per_s) / 1e6, 1),
+                fmt(get(|c| c.read_amplification), 2),
+                fmt(get(|c| c.measured_disk_busy) * 100.0, 0),
+                c.map_or("-".into(), |c| c.timeouts.to_string()),
+                fmt(get(|c| c.measurement.as_ref().map(|m| m.latency.p999)), 0),
+                fmt(get(|c| c.measurement.as_ref().map(|m| m.latency.max)), 0),
+            ]
+        })
+        .collect();
+    s.push_str(&table(
+        &[
+            "server",
+            "disk reads/s",
+            "MB read/s",
+            "read amplification",
+            "disk busy %",
+            "timeouts",
+            "99.9% ms",
+            "max ms",
+        ],
+        &disk,
+    ));
+    s.push_str(&format!("\nFigure: [{figure}]({figure})\n\n### Compared with the paper\n\n"));
     for l in &labels {
         let drop = ratio(mbps(rows, l, last), mbps(rows, l, first));
         out_line(
@@ -218,7 +267,49 @@ fn summary(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figure: &st
             ),
         );
     }
-    s.push_str("\nThroughput falls as the data set outgrows memory for every server, as in the paper; what separates the servers is whether disk waits stall the whole server (sped, nginx without aio, lighttpd, h2o) or only the requests that miss (amped's helpers, uring, Apache's processes, nginx-aio).\n");
+    if let Some(line) = best_peer_line(lab, rows, last) {
+        out_line(&mut s, &line);
+    }
+    s.push('\n');
+    s
+}
+
+/// amped's throughput against the best other server's on the data set of `scale`.
+fn best_peer_line(lab: &Lab, rows: &[Row], scale: f64) -> Option<String> {
+    let amped = mbps(rows, "amped", scale);
+    let (best, v) = lab
+        .servers
+        .iter()
+        .filter(|s| s.label != "amped")
+        .map(|s| (s.label.clone(), mbps(rows, &s.label, scale)))
+        .filter(|(_, v)| v.is_finite())
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    amped.is_finite().then(|| {
+        format!(
+            "amped / the best other server ({best}, {} Mb/s) on the largest set: {}×",
+            fmt(v, 1),
+            fmt(ratio(amped, v), 2)
+        )
+    })
+}
+
+/// summary.md: the workload, then each model's section.
+fn summary(lab: &Lab, emus: &[DiskEmulation], p: &Params, rows: &[Row], sections: &str) -> String {
+    let limit_mib = emus.first().map_or(0, |e| e.memory_limit_bytes >> 20);
+    let workload = format!(
+        "SPECweb99-like file sets of {} times the server's {limit_mib} MiB memory limit (the paper: 0.5 / 1.5 / 3.3 GB on a 1 GB machine, so the same ratios, not the same sizes), {}; {} closed-loop clients, {} requests per persistent connection (infinite demand); {} s warm-up, {} s measured; disk models {}",
+        p.scales_text(),
+        p.shape.describe(),
+        p.connections,
+        p.requests_per_conn,
+        p.warmup,
+        p.duration,
+        emus.iter().map(|e| e.name.as_str()).collect::<Vec<_>>().join(", ")
+    );
+    let mut s = lab.summary_head("E5 capacity vs data-set size (DeBox 2004, Table 8)", &workload);
+    s.push_str("Paper (Mb/s, Apache / Old Flash / New Flash): 500 MB 240.3 / 485.2 / 660.9; 1.5 GB 230.7 / 410.6 / 580.3; 3.3 GB 210.6 / 264.5 / 326.4.\n\n");
+    s.push_str(sections);
+    s.push_str("Throughput falls as the data set outgrows memory for every server, as in the paper; what separates the servers is whether disk waits stall the whole server (sped, nginx without aio, lighttpd, h2o) or only the requests that miss (amped's helpers, uring, Apache's processes, nginx-aio).\n");
     s.push_str(&cell_failures(rows.iter().map(|r| (r.dataset_bytes, &r.cell))));
     s
 }
@@ -227,7 +318,8 @@ fn summary(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figure: &st
 pub(super) fn cell_failures<'a>(cells: impl Iterator<Item = (u64, &'a DiskCell)>) -> String {
     let failures: Vec<String> = cells
         .filter_map(|(bytes, cell)| {
-            cell.error.as_ref().map(|e| format!("{} MiB {}: {e}", bytes >> 20, cell.server))
+            let at = format!("{} {} MiB {}", cell.model, bytes >> 20, cell.server);
+            cell.error.as_ref().map(|e| format!("{at}: {e}"))
         })
         .collect();
     failures_section(&failures)

@@ -1,25 +1,61 @@
 //! One server on a file set under the emulated disk: evict the data set, create the server's
 //! cgroups, start it inside them (serving the FUSE slow disk's mount when that is the
 //! emulation), warm it up, measure, read the disk's counters, stop it. Shared by E2 (trace),
-//! E4 (disk-bound) and E5 (capacity).
+//! E4 (disk-bound) and E5 (capacity). [`run_windows`] instead measures consecutive windows from
+//! the cold start on (latency over time).
+//!
+//! Disk counters per phase come from the FUSE slow disk's own counters (READ requests, bytes,
+//! arm time) or from the blkio cgroup (`io_serviced`, `io_service_bytes`); the read
+//! amplification is the bytes read from the disk over the warm-up and the measurement divided
+//! by the bytes of the distinct files those phases asked for (what a cold start must read once).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::Lab;
 use crate::cli::{DiskArgs, DiskEmulationArg};
-use crate::diskemu::{CgroupStats, DiskEmulation, Method, Wanted};
+use crate::datasets::specweb::{self, FileSet, Request};
+use crate::diskemu::{Cgroup, CgroupStats, DiskEmulation, Method, Wanted};
 use crate::load::Measurement;
 use crate::load::ampload::Ampload;
 use crate::report::csv::{Csv, num};
 use crate::servers::{RunningServer, ServerSpec};
+use crate::slowdisk::Model;
+
+/// What the disk did during one phase of a server run.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct DiskUse {
+    /// Reads that reached the emulated disk (FUSE READ requests; blkio: dispatched reads).
+    pub reads: u64,
+    /// Bytes they read.
+    pub read_bytes: u64,
+    /// fuse: share of the arms' time spent serving requests; blkio: reads/s over the
+    /// throttle's rate (1 = at the cap).
+    pub busy: Option<f64>,
+}
+
+/// One window of a latency-over-time run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Window {
+    /// Seconds since the server started cold (the window's start and end as scheduled).
+    pub start_s: f64,
+    pub end_s: f64,
+    pub measurement: Option<Measurement>,
+    pub timeouts: u64,
+    pub disk: Option<DiskUse>,
+    pub error: Option<String>,
+}
 
 /// What one server run produced.
 #[derive(Clone, Debug, Serialize)]
 pub struct DiskCell {
     pub server: String,
+    /// The disk model it ran on.
+    pub model: String,
     pub measurement: Option<Measurement>,
     pub error: Option<String>,
     /// The cgroups' counters at the end (warm-up and measurement together).
@@ -27,55 +63,199 @@ pub struct DiskCell {
     /// Reads the server issued to the emulated disk (blkio: the throttled device; fuse: READ
     /// requests reaching the slow disk) during the measured phase only.
     pub measured_disk_reads: Option<u64>,
+    /// Bytes those reads read.
+    pub measured_disk_read_bytes: Option<u64>,
     /// fuse: the fraction of the slow disk's arm time spent serving requests during the
-    /// measured phase, from its start to its last answer (1 = saturated).
+    /// measured phase, from its start to its last answer (1 = saturated); blkio: reads/s over
+    /// the throttle.
     pub measured_disk_busy: Option<f64>,
+    /// Length of the measured phase, s (until its last answer).
+    pub measured_s: f64,
+    /// Bytes read from the disk over the warm-up and the measurement.
+    pub disk_read_bytes_with_warmup: Option<u64>,
+    /// Bytes of the distinct files the warm-up and the measurement asked for.
+    pub needed_bytes: Option<u64>,
+    /// `disk_read_bytes_with_warmup / needed_bytes` (1 = every needed byte read once).
+    pub read_amplification: Option<f64>,
+    /// Requests of the measured phase that got no answer within the timeout.
+    pub timeouts: u64,
     /// fuse: the slow disk's counters over the whole server run (warm-up and measurement).
     pub slowdisk: Option<crate::slowdisk::Snapshot>,
+    /// Latency over time (windowed runs only).
+    pub windows: Vec<Window>,
     pub raw: Value,
 }
 
 /// The CSV columns every disk-bound experiment writes for a cell, after its own key columns.
-pub const CELL_COLUMNS: [&str; 11] = [
+pub const CELL_COLUMNS: [&str; 23] = [
+    "model",
     "server",
     "requests",
     "errors",
+    "timeouts",
     "rps",
     "body_mbps",
+    "p5_ms",
     "p50_ms",
+    "p90_ms",
     "p95_ms",
+    "p99_ms",
+    "p999_ms",
+    "max_ms",
     "mean_ms",
     "disk_reads",
     "disk_reads_with_warmup",
+    "disk_read_bytes",
+    "disk_read_bytes_with_warmup",
+    "read_amplification",
+    "disk_busy",
+    "memory_max_mib",
     "error",
 ];
 
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
+}
+
+/// One phase's numbers for [`CELL_COLUMNS`].
+struct PhaseFields<'a> {
+    m: Option<&'a Measurement>,
+    timeouts: u64,
+    disk: Option<DiskUse>,
+}
+
+/// The run's totals over warm-up and measurement for [`CELL_COLUMNS`] (none for a window).
+#[derive(Default)]
+struct Totals {
+    reads: Option<u64>,
+    read_bytes: Option<u64>,
+    amplification: Option<f64>,
+}
+
+/// [`CELL_COLUMNS`] of `cell` with one phase's numbers and the run's totals.
+fn fields(
+    cell: &DiskCell,
+    phase: &PhaseFields,
+    totals: &Totals,
+    error: Option<&str>,
+) -> Vec<String> {
+    let m = phase.m.cloned().unwrap_or_default();
+    let (l, disk) = (&m.latency, phase.disk);
+    vec![
+        cell.model.clone(),
+        cell.server.clone(),
+        m.requests.to_string(),
+        m.errors.to_string(),
+        phase.timeouts.to_string(),
+        num(m.rps),
+        num(m.body_mbps),
+        num(l.p5),
+        num(l.p50),
+        num(l.p90),
+        num(l.p95),
+        num(l.p99),
+        num(l.p999),
+        num(l.max),
+        num(l.mean),
+        opt(disk.map(|d| d.reads)),
+        opt(totals.reads),
+        opt(disk.map(|d| d.read_bytes)),
+        opt(totals.read_bytes),
+        totals.amplification.map_or(String::new(), num),
+        disk.and_then(|d| d.busy).map_or(String::new(), num),
+        cell.cgroup
+            .as_ref()
+            .map_or(String::new(), |c| num(c.memory_max_usage_bytes as f64 / 1048576.0)),
+        error.unwrap_or_default().to_string(),
+    ]
+}
+
 impl DiskCell {
+    fn new(server: &str, model: &str) -> DiskCell {
+        DiskCell {
+            server: server.to_string(),
+            model: model.to_string(),
+            measurement: None,
+            error: None,
+            cgroup: None,
+            measured_disk_reads: None,
+            measured_disk_read_bytes: None,
+            measured_disk_busy: None,
+            measured_s: 0.0,
+            disk_read_bytes_with_warmup: None,
+            needed_bytes: None,
+            read_amplification: None,
+            timeouts: 0,
+            slowdisk: None,
+            windows: Vec::new(),
+            raw: Value::Null,
+        }
+    }
+
     /// The cell's values for [`CELL_COLUMNS`], in that order.
     pub fn csv_fields(&self) -> Vec<String> {
-        let m = self.measurement.clone().unwrap_or_default();
-        vec![
-            self.server.clone(),
-            m.requests.to_string(),
-            m.errors.to_string(),
-            num(m.rps),
-            num(m.body_mbps),
-            num(m.latency.p50),
-            num(m.latency.p95),
-            num(m.latency.mean),
-            self.measured_disk_reads.map_or(String::new(), |n| n.to_string()),
-            self.disk_reads_with_warmup().map_or(String::new(), |n| n.to_string()),
-            self.error.clone().unwrap_or_default(),
-        ]
+        let disk = self.measured_disk_reads.map(|reads| DiskUse {
+            reads,
+            read_bytes: self.measured_disk_read_bytes.unwrap_or(0),
+            busy: self.measured_disk_busy,
+        });
+        let totals = Totals {
+            reads: self.disk_reads_with_warmup(),
+            read_bytes: self.disk_read_bytes_with_warmup,
+            amplification: self.read_amplification,
+        };
+        let phase = PhaseFields { m: self.measurement.as_ref(), timeouts: self.timeouts, disk };
+        fields(self, &phase, &totals, self.error.as_deref())
+    }
+
+    /// The values for [`CELL_COLUMNS`] of window `i` (the run's totals left empty).
+    pub fn window_fields(&self, i: usize) -> Vec<String> {
+        let w = &self.windows[i];
+        let phase = PhaseFields { m: w.measurement.as_ref(), timeouts: w.timeouts, disk: w.disk };
+        fields(self, &phase, &Totals::default(), w.error.as_deref())
     }
 
     /// Disk reads over the warm-up and the measured phase, when the emulated disk counts them.
     pub fn disk_reads_with_warmup(&self) -> Option<u64> {
         match (&self.slowdisk, &self.cgroup) {
             (Some(s), _) => Some(s.reads),
-            (None, Some(c)) => Some(c.disk_reads),
-            (None, None) => None,
+            (None, Some(c)) if c.blkio => Some(c.disk_reads),
+            _ => None,
         }
+    }
+
+    /// Disk reads per second while measured.
+    pub fn disk_reads_per_s(&self) -> Option<f64> {
+        self.measured_disk_reads.map(|n| n as f64 / self.measured_s.max(1e-9))
+    }
+
+    /// Bytes read from the disk per second while measured.
+    pub fn disk_bytes_per_s(&self) -> Option<f64> {
+        self.measured_disk_read_bytes.map(|n| n as f64 / self.measured_s.max(1e-9))
+    }
+}
+
+/// The requests of a warm-up list and a measured list (in file order) and the file set they
+/// name: what a run needed from the disk, and the stream windows continue.
+#[derive(Clone, Debug)]
+pub struct Needs {
+    pub set: Arc<FileSet>,
+    pub warm: Arc<Vec<Request>>,
+    pub measure: Arc<Vec<Request>>,
+}
+
+impl Needs {
+    /// Bytes of the distinct files among the first `warm` lines of the warm-up list and the
+    /// first `measure` lines of the measured list (ampload takes a list's lines in order and
+    /// starts over at its end).
+    pub fn bytes(&self, warm: u64, measure: u64) -> u64 {
+        let head = |list: &[Request], n: u64| -> usize { (n as usize).min(list.len()) };
+        specweb::distinct_bytes(
+            &self.set,
+            self.warm[..head(&self.warm, warm)]
+                .iter()
+                .chain(&self.measure[..head(&self.measure, measure)]),
+        )
     }
 }
 
@@ -91,35 +271,162 @@ pub struct Load {
     /// Open loop at this rate, or closed loop (infinite demand).
     pub rate: Option<f64>,
     pub timeout_s: f64,
+    /// The traces as requests, for the read amplification (none: not computed).
+    pub needs: Option<Needs>,
 }
 
-/// The disk emulation for a run, from the shared options (`memory_default_mib` is the
-/// experiment's default limit). With the FUSE disk this mounts the data folder; the mount
-/// lives as long as the returned plan (and its clones).
+/// A SPECweb99-like workload: the file set and its two traces, written for ampload.
+pub struct Workload {
+    pub needs: Needs,
+    pub warm_urls: PathBuf,
+    pub measure_urls: PathBuf,
+}
+
+impl Workload {
+    /// The set of about `bytes` (with large files when the shape asks for them) under the
+    /// data folder, and traces of `n` requests written under the run's tmp/ as
+    /// `<prefix>warm.urls` and `<prefix>measure.urls`.
+    pub fn specweb(
+        lab: &Lab,
+        bytes: u64,
+        shape: &specweb::Shape,
+        n: usize,
+        prefix: &str,
+    ) -> Result<Workload, String> {
+        let shape = *shape;
+        let mut set = specweb::generate(&lab.data_dir, bytes, lab.seed)
+            .map_err(|e| format!("cannot write the file set: {e}"))?;
+        if shape.large_share > 0.0 {
+            let (count, range) = if lab.quick {
+                (specweb::LARGE_FILES_QUICK, specweb::LARGE_RANGE_QUICK)
+            } else {
+                (specweb::LARGE_FILES, specweb::LARGE_RANGE)
+            };
+            specweb::add_large_files(&mut set, count, range, lab.seed)
+                .map_err(|e| format!("cannot write the large files: {e}"))?;
+        }
+        let large = set.large.len() as u32;
+        let draw = |seed| specweb::shaped_trace(set.dirs, large, n, seed, &shape);
+        let (measure, warm) = (draw(lab.seed), draw(lab.seed + 1));
+        let tmp = lab.run.tmp();
+        let (warm_urls, measure_urls) =
+            (tmp.join(format!("{prefix}warm.urls")), tmp.join(format!("{prefix}measure.urls")));
+        specweb::write_urls(&measure_urls, &measure).map_err(|e| e.to_string())?;
+        specweb::write_urls(&warm_urls, &warm).map_err(|e| e.to_string())?;
+        let needs = Needs { set: Arc::new(set), warm: Arc::new(warm), measure: Arc::new(measure) };
+        Ok(Workload { needs, warm_urls, measure_urls })
+    }
+
+    /// The path every server is probed with.
+    pub fn probe(&self) -> String {
+        let small = self.needs.measure.iter().find(|r| r.class != specweb::LARGE_CLASS);
+        small.map_or("/".into(), Request::path)
+    }
+}
+
+/// A SPECweb99-like file set of `scale` × the memory limit and its closed-loop load (the
+/// capacity experiments' workload: a measured trace and a different warm-up draw).
+pub struct ScaledSet {
+    pub set: Arc<FileSet>,
+    /// A small file the measured trace asks for (for the start-up probe).
+    pub probe: String,
+    pub load: Load,
+}
+
+/// The closed-loop shape of a [`ScaledSet`]'s load.
+pub struct ClosedLoop {
+    pub connections: u32,
+    pub requests_per_conn: u32,
+    pub warmup_s: f64,
+    pub duration_s: f64,
+    pub trace_len: usize,
+}
+
+/// Generates (or reuses) the file set of `scale`, shaped by `shape`, and writes its two
+/// traces to the run's scratch folder.
+pub fn scaled_set(
+    lab: &Lab,
+    emu: &DiskEmulation,
+    scale: f64,
+    closed: &ClosedLoop,
+    shape: &specweb::Shape,
+) -> Result<ScaledSet, String> {
+    let bytes = (emu.memory_limit_bytes as f64 * scale) as u64;
+    let w = Workload::specweb(lab, bytes, shape, closed.trace_len, &format!("{scale}-"))?;
+    let load = Load {
+        warm_urls: w.warm_urls.clone(),
+        measure_urls: w.measure_urls.clone(),
+        warmup_s: closed.warmup_s,
+        duration_s: closed.duration_s,
+        connections: closed.connections,
+        requests_per_conn: Some(closed.requests_per_conn),
+        rate: None,
+        timeout_s: 30.0,
+        needs: Some(w.needs.clone()),
+    };
+    Ok(ScaledSet { set: w.needs.set.clone(), probe: w.probe(), load })
+}
+
+/// The FUSE disk of the `ssd` model: 0.1 ms + 500 MB/s, 32 arms.
+pub const SSD: Model = Model { seek_ms: 0.1, mbps: 500.0, meta_ms: 0.1, arms: 32 };
+/// The FUSE disk of the `hdd` model: 5 ms + 40 MB/s, one arm.
+pub const HDD: Model = Model { seek_ms: 5.0, mbps: 40.0, meta_ms: 5.0, arms: 1 };
+
+/// The disk models a run asks for (`None` in the list: the default method).
+pub fn models(d: &DiskArgs) -> Vec<Option<DiskEmulationArg>> {
+    match d.models() {
+        Some(list) => list.into_iter().map(Some).collect(),
+        None => vec![None],
+    }
+}
+
+/// The disk emulation of `model` (`None`: the default), from the shared options
+/// (`memory_default_mib` is the experiment's default limit). With a FUSE model this mounts the
+/// data folder; the mount lives as long as the returned plan (and its clones), so plan one
+/// model at a time.
 pub fn plan_disk(
     lab: &Lab,
     d: &DiskArgs,
+    model: Option<DiskEmulationArg>,
     memory_default_mib: u64,
 ) -> Result<DiskEmulation, String> {
     let mib = d.memory_mb.unwrap_or(memory_default_mib);
-    let slowdisk = crate::slowdisk::Options::new(d.model.model());
+    let custom = d.model.model();
+    let (name, method, fuse_model) = match model {
+        None => ("default", None, custom),
+        Some(m @ DiskEmulationArg::Hdd) => (m.name(), Some(Method::Fuse), HDD),
+        Some(m @ DiskEmulationArg::Ssd) => (m.name(), Some(Method::Fuse), SSD),
+        Some(m @ DiskEmulationArg::Fuse) => (m.name(), Some(Method::Fuse), custom),
+        Some(m @ (DiskEmulationArg::Iops | DiskEmulationArg::Blkio)) => {
+            (m.name(), Some(Method::Blkio), custom)
+        }
+        Some(m @ DiskEmulationArg::None) => (m.name(), Some(Method::None), custom),
+    };
+    let slowdisk = crate::slowdisk::Options::new(fuse_model);
     slowdisk.validate()?;
     let emu = DiskEmulation::plan(
         &Wanted {
+            name,
             memory_limit_bytes: mib << 20,
             read_iops: d.read_iops,
             cgroups: !d.no_cgroups,
             evict: d.evict.map(evict_of),
-            method: d.disk_emulation.map(|m| match m {
-                DiskEmulationArg::Fuse => Method::Fuse,
-                DiskEmulationArg::Blkio => Method::Blkio,
-                DiskEmulationArg::None => Method::None,
-            }),
+            method,
             slowdisk,
             quick: lab.quick,
         },
         &lab.data_dir,
     )?;
+    let mut emu = emu;
+    if model.is_none() {
+        // The default is named after what it resolved to.
+        emu.name = match emu.method {
+            Method::Fuse => "fuse",
+            Method::Blkio => "blkio",
+            Method::None => "none",
+        }
+        .to_string();
+    }
     eprintln!("[amplab {}] {}", lab.experiment, emu.describe().replace("**", ""));
     Ok(emu)
 }
@@ -128,6 +435,147 @@ fn evict_of(e: crate::cli::EvictArg) -> crate::diskemu::Evict {
     match e {
         crate::cli::EvictArg::DropCaches => crate::diskemu::Evict::DropCaches,
         crate::cli::EvictArg::Fadvise => crate::diskemu::Evict::Fadvise,
+    }
+}
+
+/// A server started cold under the emulated disk, with its cgroups.
+struct Session<'a> {
+    lab: &'a Lab,
+    emu: &'a DiskEmulation,
+    server: RunningServer,
+    cgroup: Option<Cgroup>,
+}
+
+/// A reading of the disk's cumulative counters.
+#[derive(Clone, Copy)]
+struct Mark {
+    reads: u64,
+    bytes: u64,
+    busy_ns: u64,
+}
+
+impl<'a> Session<'a> {
+    /// Evicts the data set, creates the cgroups and starts `spec` serving `root` (probed with
+    /// `probe`); on failure, the reason.
+    fn open(
+        lab: &'a Lab,
+        emu: &'a DiskEmulation,
+        spec: &ServerSpec,
+        root: &Path,
+        probe: &str,
+        tag: &str,
+    ) -> Result<Session<'a>, String> {
+        let root = emu.served(root)?;
+        emu.evict(&root).map_err(|e| format!("cannot evict the data set: {e}"))?;
+        let cgroup = emu.cgroup(tag).map_err(|e| format!("cannot create the cgroups: {e}"))?;
+        let server = lab.start(spec, &root, cgroup.as_ref(), probe)?;
+        Ok(Session { lab, emu, server, cgroup })
+    }
+
+    /// The disk's counters now (None: this emulation counts nothing).
+    fn mark(&self) -> Option<Mark> {
+        if let Some(s) = self.emu.slowdisk_stats() {
+            return Some(Mark { reads: s.reads, bytes: s.read_bytes, busy_ns: s.busy_ns });
+        }
+        let c = self.cgroup.as_ref().map(Cgroup::stats).filter(|c| c.blkio)?;
+        Some(Mark { reads: c.disk_reads, bytes: c.disk_read_bytes, busy_ns: 0 })
+    }
+
+    /// What the disk did from `from` to `to`, over `secs` seconds.
+    fn used(&self, from: Option<Mark>, to: Option<Mark>, secs: f64) -> Option<DiskUse> {
+        let (a, b) = (from?, to?);
+        let reads = b.reads.saturating_sub(a.reads);
+        let busy = match (self.emu.model(), self.emu.read_iops) {
+            (Some(m), _) => {
+                Some(b.busy_ns.saturating_sub(a.busy_ns) as f64 / (secs * 1e9 * f64::from(m.arms)))
+            }
+            (None, Some(iops)) => Some(reads as f64 / secs / f64::from(iops.max(1))),
+            _ => None,
+        };
+        Some(DiskUse { reads, read_bytes: b.bytes.saturating_sub(a.bytes), busy })
+    }
+
+    /// One ampload run of `secs` on `urls`: the measurement (or the error), the raw report,
+    /// the lines it took from the list, and its length until the last answer.
+    fn ampload(&self, load: &Load, urls: &Path, secs: f64) -> Phase {
+        let from = Instant::now();
+        let run = Ampload {
+            url: self.server.url("/"),
+            connections: load.connections,
+            duration_s: Some(secs),
+            requests: None,
+            rate: load.rate,
+            requests_per_conn: load.requests_per_conn,
+            urls_file: Some(urls.to_path_buf()),
+            timeout_s: load.timeout_s,
+        }
+        .run(&self.lab.bins.ampload, self.lab.client_cpus());
+        let secs = from.elapsed().as_secs_f64().max(secs);
+        match run {
+            Ok((m, raw)) => {
+                let sent = raw["sent"].as_u64().unwrap_or(m.requests + m.errors);
+                let timeouts = raw["errors"]["timeout"].as_u64().unwrap_or(0);
+                Phase { measurement: Some(m), raw, sent, timeouts, secs, error: None }
+            }
+            Err(e) => Phase {
+                measurement: None,
+                raw: Value::Null,
+                sent: 0,
+                timeouts: 0,
+                secs,
+                error: Some(e.to_string()),
+            },
+        }
+    }
+
+    /// Stops the server and records the end of the run in `cell` (cgroup counters, a server
+    /// that died).
+    fn close(mut self, cell: &mut DiskCell) {
+        cell.cgroup = self.cgroup.as_ref().map(Cgroup::stats);
+        if !self.server.alive() {
+            let oom = cell.cgroup.as_ref().is_some_and(|c| c.oom_kills > 0);
+            cell.error = Some(format!(
+                "server exited during the run{}; see {}",
+                if oom {
+                    " (killed by the memory cgroup's OOM killer: raise --memory-mb)"
+                } else {
+                    ""
+                },
+                self.server.log.display()
+            ));
+        }
+        self.server.stop();
+        drop(self.cgroup.take());
+    }
+}
+
+/// One ampload run's outcome.
+struct Phase {
+    measurement: Option<Measurement>,
+    raw: Value,
+    /// Lines taken from the URL list (requests sent).
+    sent: u64,
+    timeouts: u64,
+    /// Until its last answer (at least the scheduled length).
+    secs: f64,
+    error: Option<String>,
+}
+
+impl Phase {
+    /// The failure to report, if any: the run's error or its failed requests.
+    fn failure(&self) -> Option<String> {
+        if let Some(e) = &self.error {
+            return Some(e.clone());
+        }
+        let m = self.measurement.as_ref()?;
+        (m.errors > 0).then(|| {
+            format!(
+                "{} of {} requests failed ({})",
+                m.errors,
+                m.requests + m.errors,
+                m.first_error.clone().unwrap_or_default()
+            )
+        })
     }
 }
 
@@ -157,159 +605,137 @@ pub fn run_one_watched(
     tag: &str,
     started: &mut dyn FnMut(&RunningServer),
 ) -> DiskCell {
-    let mut cell = DiskCell {
-        server: spec.label.clone(),
-        measurement: None,
-        error: None,
-        cgroup: None,
-        measured_disk_reads: None,
-        measured_disk_busy: None,
-        slowdisk: None,
-        raw: Value::Null,
-    };
-    let root = match emu.served(root) {
-        Ok(r) => r,
-        Err(e) => {
-            cell.error = Some(e);
-            return cell;
-        }
-    };
-    let root = root.as_path();
-    if let Err(e) = emu.evict(root) {
-        cell.error = Some(format!("cannot evict the data set: {e}"));
-        return cell;
-    }
-    let cgroup = match emu.cgroup(tag) {
-        Ok(c) => c,
-        Err(e) => {
-            cell.error = Some(format!("cannot create the cgroups: {e}"));
-            return cell;
-        }
-    };
-    let mut server = match lab.start(spec, root, cgroup.as_ref(), probe) {
+    let mut cell = DiskCell::new(&spec.label, &emu.name);
+    let session = match Session::open(lab, emu, spec, root, probe, tag) {
         Ok(s) => s,
         Err(e) => {
             cell.error = Some(e);
             return cell;
         }
     };
-    // After the start and the probe: the slow disk's counters of this server's load alone.
+    // After the start and the probe: the disk's counters of this server's load alone.
+    let start = session.mark();
     let fuse_start = emu.slowdisk_stats();
-    started(&server);
-    let make = |urls: &Path, secs: f64| Ampload {
-        url: server.url("/"),
-        connections: load.connections,
-        duration_s: Some(secs),
-        requests: None,
-        rate: load.rate,
-        requests_per_conn: load.requests_per_conn,
-        urls_file: Some(urls.to_path_buf()),
-        timeout_s: load.timeout_s,
-    };
-    if load.warmup_s > 0.0
-        && let Err(e) =
-            make(&load.warm_urls, load.warmup_s).run(&lab.bins.ampload, lab.client_cpus())
-    {
-        eprintln!("[amplab {}]   warm-up of {}: {e}", lab.experiment, spec.label);
-    }
-    let before = cgroup.as_ref().map(|c| c.stats().disk_reads);
-    let fuse_before = emu.slowdisk_stats();
-    let measured_from = std::time::Instant::now();
-    let result =
-        make(&load.measure_urls, load.duration_s).run(&lab.bins.ampload, lab.client_cpus());
-    // The measured phase lasts until its last answer (longer than --duration when late).
-    let measured_s = measured_from.elapsed().as_secs_f64().max(load.duration_s);
-    match result {
-        Ok((m, raw)) => {
-            if m.errors > 0 {
-                cell.error = Some(format!(
-                    "{} of {} requests failed ({})",
-                    m.errors,
-                    m.requests + m.errors,
-                    m.first_error.clone().unwrap_or_default()
-                ));
-            }
-            cell.measurement = Some(m);
-            cell.raw = raw;
+    started(&session.server);
+    let mut warm_sent = 0;
+    if load.warmup_s > 0.0 {
+        let warm = session.ampload(load, &load.warm_urls, load.warmup_s);
+        if let Some(e) = &warm.error {
+            eprintln!("[amplab {}]   warm-up of {}: {e}", lab.experiment, spec.label);
         }
-        Err(e) => cell.error = Some(e.to_string()),
+        warm_sent = warm.sent;
     }
-    cell.cgroup = cgroup.as_ref().map(|c| c.stats());
-    match (emu.slowdisk_stats(), fuse_before, fuse_start) {
-        (Some(now), Some(before), Some(start)) => {
-            let measured = now.since(&before);
-            cell.measured_disk_reads = Some(measured.reads);
-            let arms = emu.model().map_or(1, |m| m.arms);
-            cell.measured_disk_busy =
-                Some(measured.busy_ns as f64 / (measured_s * 1e9 * f64::from(arms)));
-            cell.slowdisk = Some(now.since(&start));
-        }
-        _ => {
-            cell.measured_disk_reads =
-                cell.cgroup.as_ref().zip(before).map(|(c, b)| c.disk_reads.saturating_sub(b));
-        }
+    let before = session.mark();
+    let phase = session.ampload(load, &load.measure_urls, load.duration_s);
+    let after = session.mark();
+    cell.error = phase.failure();
+    cell.measured_s = phase.secs;
+    cell.timeouts = phase.timeouts;
+    if let Some(used) = session.used(before, after, phase.secs) {
+        cell.measured_disk_reads = Some(used.reads);
+        cell.measured_disk_read_bytes = Some(used.read_bytes);
+        cell.measured_disk_busy = used.busy;
     }
-    if !server.alive() {
-        let oom = cell.cgroup.as_ref().is_some_and(|c| c.oom_kills > 0);
-        cell.error = Some(format!(
-            "server exited during the run{}; see {}",
-            if oom { " (killed by the memory cgroup's OOM killer: raise --memory-mb)" } else { "" },
-            server.log.display()
-        ));
+    cell.disk_read_bytes_with_warmup =
+        start.zip(after).map(|(a, b)| b.bytes.saturating_sub(a.bytes));
+    cell.slowdisk = emu.slowdisk_stats().zip(fuse_start).map(|(now, s)| now.since(&s));
+    if let Some(needs) = &load.needs {
+        let needed = needs.bytes(warm_sent, phase.sent);
+        cell.needed_bytes = Some(needed);
+        cell.read_amplification = amplification(cell.disk_read_bytes_with_warmup, needed);
     }
-    server.stop();
-    drop(cgroup);
+    cell.measurement = phase.measurement;
+    cell.raw = phase.raw;
+    session.close(&mut cell);
     cell
 }
 
-/// A SPECweb99-like file set of `scale` × the memory limit and its closed-loop load (the
-/// capacity experiments' workload: a measured trace and a different warm-up draw).
-pub struct ScaledSet {
-    pub set: crate::datasets::specweb::FileSet,
-    /// The measured trace's first path, a file that exists (for the start-up probe).
-    pub probe: String,
-    pub load: Load,
-}
-
-/// The closed-loop shape of a [`ScaledSet`]'s load.
-pub struct ClosedLoop {
-    pub connections: u32,
-    pub requests_per_conn: u32,
-    pub warmup_s: f64,
-    pub duration_s: f64,
-    pub trace_len: usize,
-}
-
-/// Generates (or reuses) the file set of `scale` and writes its two traces to the run's
-/// scratch folder.
-pub fn scaled_set(
+/// Latency over time from a cold start: starts `spec` cold and applies `load` (its rate,
+/// connections, requests per connection) as consecutive ampload runs of `window_s` each until
+/// `total_s`, the URL stream continuing from one window to the next (`needs.measure`, from
+/// its first line). Window lists are written under `tmp`. The cell's totals (read
+/// amplification, disk reads) cover every window; its measurement is the last window's.
+#[allow(clippy::too_many_arguments)]
+pub fn run_windows(
     lab: &Lab,
     emu: &DiskEmulation,
-    scale: f64,
-    shape: &ClosedLoop,
-) -> Result<ScaledSet, String> {
-    use crate::datasets::specweb;
-    let bytes = (emu.memory_limit_bytes as f64 * scale) as u64;
-    let set = specweb::generate(&lab.data_dir, bytes, lab.seed)
-        .map_err(|e| format!("cannot write the file set: {e}"))?;
-    let tmp = lab.run.tmp();
-    let (warm, measure) =
-        (tmp.join(format!("warm-{scale}.urls")), tmp.join(format!("measure-{scale}.urls")));
-    let trace = specweb::trace(set.dirs, shape.trace_len, lab.seed);
-    specweb::write_urls(&measure, &trace).map_err(|e| e.to_string())?;
-    specweb::write_urls(&warm, &specweb::trace(set.dirs, shape.trace_len, lab.seed + 1))
-        .map_err(|e| e.to_string())?;
-    let load = Load {
-        warm_urls: warm,
-        measure_urls: measure,
-        warmup_s: shape.warmup_s,
-        duration_s: shape.duration_s,
-        connections: shape.connections,
-        requests_per_conn: Some(shape.requests_per_conn),
-        rate: None,
-        timeout_s: 30.0,
+    spec: &ServerSpec,
+    root: &Path,
+    load: &Load,
+    needs: &Needs,
+    window_s: f64,
+    total_s: f64,
+    tmp: &Path,
+) -> DiskCell {
+    let mut cell = DiskCell::new(&spec.label, &emu.name);
+    let stream = &needs.measure;
+    let small = stream.iter().find(|r| r.class != specweb::LARGE_CLASS);
+    let probe = small.map_or("/".to_string(), Request::path);
+    let session = match Session::open(lab, emu, spec, root, &probe, "win") {
+        Ok(s) => s,
+        Err(e) => {
+            cell.error = Some(e);
+            return cell;
+        }
     };
-    Ok(ScaledSet { probe: trace[0].path(), set, load })
+    let start = session.mark();
+    let fuse_start = emu.slowdisk_stats();
+    let count = window_count(total_s, window_s);
+    // Enough lines for a window at the rate, with room for a late burst; ampload starts a
+    // list over at its end.
+    let per_window = (load.rate.unwrap_or(1000.0) * window_s * 2.0) as usize + 64;
+    let (mut offset, mut end_mark) = (0usize, start);
+    let mut failures = Vec::new();
+    for i in 0..count {
+        let urls =
+            tmp.join(format!("window-{}-{}-{i}.urls", emu.name, spec.label.replace(':', "_")));
+        let lines: Vec<String> =
+            (0..per_window).map(|k| stream[(offset + k) % stream.len().max(1)].path()).collect();
+        if let Err(e) = write_urls(&urls, &lines) {
+            cell.error = Some(e);
+            break;
+        }
+        let from = session.mark();
+        let phase = session.ampload(load, &urls, window_s);
+        let _ = std::fs::remove_file(&urls);
+        end_mark = session.mark();
+        offset += phase.sent as usize;
+        if let Some(f) = phase.failure() {
+            failures.push(format!("window {}: {f}", i + 1));
+        }
+        cell.timeouts += phase.timeouts;
+        cell.windows.push(Window {
+            start_s: f64::from(i) * window_s,
+            end_s: f64::from(i + 1) * window_s,
+            timeouts: phase.timeouts,
+            disk: session.used(from, end_mark, phase.secs),
+            error: phase.failure(),
+            measurement: phase.measurement.clone(),
+        });
+        cell.measurement = phase.measurement;
+        cell.raw = phase.raw;
+    }
+    if cell.error.is_none() && !failures.is_empty() {
+        cell.error = Some(failures.join("; "));
+    }
+    cell.disk_read_bytes_with_warmup =
+        start.zip(end_mark).map(|(a, b)| b.bytes.saturating_sub(a.bytes));
+    cell.slowdisk = emu.slowdisk_stats().zip(fuse_start).map(|(now, s)| now.since(&s));
+    let needed = needs.bytes(0, offset as u64);
+    cell.needed_bytes = Some(needed);
+    cell.read_amplification = amplification(cell.disk_read_bytes_with_warmup, needed);
+    session.close(&mut cell);
+    cell
+}
+
+/// Bytes read from the disk ÷ bytes the run needed (None without a disk count or a need).
+pub fn amplification(read: Option<u64>, needed: u64) -> Option<f64> {
+    read.filter(|_| needed > 0).map(|read| read as f64 / needed as f64)
+}
+
+/// Windows of `window_s` in `total_s` (the last one whole; at least one).
+pub fn window_count(total_s: f64, window_s: f64) -> u32 {
+    ((total_s / window_s) - 1e-9).ceil().max(1.0) as u32
 }
 
 /// A path list file for ampload.
@@ -340,4 +766,78 @@ pub fn write_raw<R: Serialize>(
     }
     lab.run.write("results.csv", &csv.render()).map_err(io)?;
     lab.run.write_json("results.json", &rows).map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn needs() -> Needs {
+        let r = |dir, class, file| Request { dir, class, file };
+        let set = FileSet { root: "/x".into(), dirs: 3, bytes: 0, large: vec![7_000_000] };
+        Needs {
+            set: Arc::new(set),
+            // class1_2 = 2048 B, class0_1 = 102 B, large file 0 = 7 MB, class2_1 = 10240 B.
+            warm: Arc::new(vec![r(0, 1, 2), r(1, 0, 1), r(0, 1, 2)]),
+            measure: Arc::new(vec![r(1, 0, 1), r(0, specweb::LARGE_CLASS, 0), r(2, 2, 1)]),
+        }
+    }
+
+    #[test]
+    fn a_run_needs_the_distinct_files_of_the_lines_it_sent() {
+        let n = needs();
+        assert_eq!(n.bytes(0, 0), 0);
+        assert_eq!(n.bytes(1, 0), 2048);
+        assert_eq!(n.bytes(3, 1), 2048 + 102, "a file asked for twice is needed once");
+        assert_eq!(n.bytes(2, 2), 2048 + 102 + 7_000_000);
+        assert_eq!(n.bytes(1000, 1000), 2048 + 102 + 7_000_000 + 10_240, "lists start over");
+    }
+
+    #[test]
+    fn read_amplification_is_bytes_read_over_bytes_needed() {
+        assert_eq!(amplification(Some(3000), 2000), Some(1.5));
+        assert_eq!(amplification(Some(2000), 2000), Some(1.0));
+        assert_eq!(amplification(Some(0), 2000), Some(0.0));
+        assert_eq!(amplification(None, 2000), None, "no disk counters: none");
+        assert_eq!(amplification(Some(10), 0), None, "nothing needed: none");
+    }
+
+    #[test]
+    fn windows_cover_the_run() {
+        assert_eq!(window_count(2.0, 0.5), 4);
+        assert_eq!(window_count(2.1, 0.5), 5);
+        assert_eq!(window_count(35.0, 5.0), 7);
+        assert_eq!(window_count(0.3, 5.0), 1);
+    }
+
+    #[test]
+    fn csv_fields_match_the_columns() {
+        let mut cell = DiskCell::new("amped", "hdd");
+        cell.measured_disk_reads = Some(10);
+        cell.measured_disk_read_bytes = Some(4096);
+        cell.read_amplification = Some(1.25);
+        cell.windows.push(Window {
+            start_s: 0.0,
+            end_s: 5.0,
+            measurement: None,
+            timeouts: 2,
+            disk: Some(DiskUse { reads: 3, read_bytes: 300, busy: Some(0.5) }),
+            error: Some("late".into()),
+        });
+        let col = |v: &[String], name: &str| {
+            v[CELL_COLUMNS.iter().position(|c| *c == name).unwrap()].clone()
+        };
+        let v = cell.csv_fields();
+        assert_eq!(v.len(), CELL_COLUMNS.len());
+        assert_eq!(
+            (col(&v, "model"), col(&v, "disk_reads"), col(&v, "disk_read_bytes")),
+            ("hdd".into(), "10".into(), "4096".into())
+        );
+        assert_eq!(col(&v, "read_amplification"), "1.25");
+        let w = cell.window_fields(0);
+        assert_eq!(w.len(), CELL_COLUMNS.len());
+        assert_eq!((col(&w, "timeouts"), col(&w, "disk_reads")), ("2".into(), "3".into()));
+        assert_eq!((col(&w, "disk_busy"), col(&w, "error")), ("0.5".into(), "late".into()));
+        assert_eq!(col(&w, "read_amplification"), "", "a window has no run totals");
+    }
 }

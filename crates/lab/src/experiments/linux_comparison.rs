@@ -67,7 +67,13 @@ impl Params {
 pub fn run(a: &LinuxComparisonArgs) -> Result<std::path::PathBuf, String> {
     let q = a.capacity.common.quick;
     let mut lab = Lab::open("linux-comparison", &a.capacity.common, DEFAULT_SERVERS)?;
-    let emu = diskrun::plan_disk(&lab, &a.capacity.disk, if q { 64 } else { 128 })?;
+    let models = diskrun::models(&a.capacity.disk);
+    if models.len() > 1 {
+        return Err(
+            "linux-comparison runs on one disk model: give --disk-emulation one model".into()
+        );
+    }
+    let emu = diskrun::plan_disk(&lab, &a.capacity.disk, models[0], if q { 64 } else { 128 })?;
     let p = Params {
         base: capacity::Params::new(&a.capacity)?,
         sample_every: Duration::from_millis(a.sample_ms),

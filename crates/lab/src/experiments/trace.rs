@@ -62,7 +62,11 @@ struct Params {
 pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
     let q = a.common.quick;
     let mut lab = Lab::open("trace", &a.common, DEFAULT_SERVERS)?;
-    let emu = diskrun::plan_disk(&lab, &a.disk, if q { 64 } else { 128 })?;
+    let models = diskrun::models(&a.disk);
+    if models.len() > 1 {
+        return Err("trace runs on one disk model: give --disk-emulation one model".into());
+    }
+    let emu = diskrun::plan_disk(&lab, &a.disk, models[0], if q { 64 } else { 128 })?;
     let mut notes = Vec::new();
     let workloads = match &a.clf {
         Some(log) => vec![clf_workload(log, &lab, &mut notes)?],
@@ -193,6 +197,7 @@ fn measure(
             requests_per_conn: Some(p.requests_per_conn),
             rate: None,
             timeout_s: 30.0,
+            needs: None,
         };
         for round in 0..p.rounds {
             for spec in lab.order(round) {
