@@ -41,7 +41,8 @@ pub struct DiskUse {
 /// One window of a latency-over-time run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Window {
-    /// Seconds since the server started cold (the window's start and end as scheduled).
+    /// Seconds since the server answered its probe, cold: when the window's load started,
+    /// and when its last answer came (a window runs late when answers do).
     pub start_s: f64,
     pub end_s: f64,
     pub measurement: Option<Measurement>,
@@ -680,6 +681,7 @@ pub fn run_windows(
     };
     let start = session.mark();
     let fuse_start = emu.slowdisk_stats();
+    let cold = Instant::now();
     let count = window_count(total_s, window_s);
     // Enough lines for a window at the rate, with room for a late burst; ampload starts a
     // list over at its end.
@@ -696,7 +698,9 @@ pub fn run_windows(
             break;
         }
         let from = session.mark();
+        let start_s = cold.elapsed().as_secs_f64();
         let phase = session.ampload(load, &urls, window_s);
+        let end_s = cold.elapsed().as_secs_f64();
         let _ = std::fs::remove_file(&urls);
         end_mark = session.mark();
         offset += phase.sent as usize;
@@ -705,8 +709,8 @@ pub fn run_windows(
         }
         cell.timeouts += phase.timeouts;
         cell.windows.push(Window {
-            start_s: f64::from(i) * window_s,
-            end_s: f64::from(i + 1) * window_s,
+            start_s,
+            end_s,
             timeouts: phase.timeouts,
             disk: session.used(from, end_mark, phase.secs),
             error: phase.failure(),
