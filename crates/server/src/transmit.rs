@@ -23,9 +23,14 @@ use std::time::Instant;
 /// Largest body chunk tested for residency and sent in one `sendfile` call.
 const CHUNK: u64 = 512 << 10;
 
-/// What a pipe asks to hold: one fill moves at most this much, so a cold chunk of a large
-/// file is read (and can be sent) in pieces of this size.
-const PIPE_BYTES: usize = 256 << 10;
+/// What a pipe asks to hold (`fs.pipe-max-size` is 1 MiB by default): the largest fill.
+const PIPE_BYTES: usize = 1 << 20;
+
+/// The first fill of a response moves this much; each further fill of the same response
+/// doubles, up to the pipe's capacity. A cold small file starts sending after one short read,
+/// while a large transfer soon moves 1 MiB per trip through the read lane, so it queues (and
+/// pays the disk's positioning) fewer times.
+const FIRST_FILL: u64 = 128 << 10;
 
 /// Empty pipes kept per thread for the next cold chunk (each costs two descriptors).
 const SPARE_PIPES: usize = 32;
@@ -69,6 +74,10 @@ pub struct Outgoing {
     failed: Option<io::Error>,
     /// When sending began (the read lane's order).
     since: Instant,
+    /// Bytes the next fill asks for.
+    next_fill: u64,
+    /// A chunk of this body was cold: the rest goes through jobs too (see `send_file_step`).
+    met_disk: bool,
 }
 
 impl Outgoing {
@@ -82,6 +91,8 @@ impl Outgoing {
             pipe: None,
             failed: None,
             since: Instant::now(),
+            next_fill: FIRST_FILL,
+            met_disk: false,
         }
     }
 
@@ -185,8 +196,14 @@ impl Outgoing {
             pipe.drain_to(sock, held as usize, remaining > held).map_err(Stop::from)?
         } else if opts.residency_test
             && pos + chunk > self.resident_until
-            && !self.test_residency(&file, pos, chunk, p)
+            && (self.met_disk || !self.test_residency(&file, pos, chunk, p))
         {
+            // Once a chunk was cold, the rest of the body goes through jobs as well: the
+            // kernel's read-ahead started by that job puts the following pages in the page
+            // cache before their read completes, and a residency test counts them as there,
+            // so a `sendfile` of them would wait for the disk on the loop (found with
+            // `--debox`, docs/DEBOX.md). A job waits for them on a helper instead.
+            self.met_disk = true;
             return Err(Stop::NotResident(self.cold_chunk_job(file, pos, remaining, opts)));
         } else if opts.zero_copy {
             let mut off = pos;
@@ -252,7 +269,9 @@ impl Outgoing {
         };
         match pipe {
             Some(pipe) => {
-                let len = remaining.min(pipe.capacity() as u64);
+                let cap = pipe.capacity() as u64;
+                let len = remaining.min(self.next_fill.min(cap));
+                self.next_fill = (self.next_fill * 2).min(cap);
                 Job::Fill { file, offset: pos, len, pipe, since }
             }
             None => Job::ReadAhead { file, offset: pos, len: remaining.min(CHUNK), since },

@@ -76,6 +76,21 @@ fn amped_pipe_path_is_exact_under_eviction() {
     assert_eq!(counter(&st, "pipe_fills"), counter(&st, "readahead_jobs"), "{st}");
 }
 
+/// Once a chunk of a body was cold, the rest of it goes through fills too (growing from
+/// 128 KiB to 1 MiB), never through a `sendfile` of pages whose read may still be in flight:
+/// a 6 MiB cold file takes at least six fills.
+#[test]
+fn a_body_that_met_the_disk_stays_on_fills() {
+    let s = Server::start(&["--arch", "amped"], &["--stats-path", STATS], fill);
+    evict(&s.path("big.bin"));
+    let r = s.get("/big.bin");
+    r.assert_status(200);
+    assert!(r.body == pseudo_random(LEN, 7));
+    let st = stats(s.addr, STATS);
+    assert!(counter(&st, "pipe_fills") >= 6, "{st}");
+    assert_eq!(counter(&st, "residency_misses"), 1, "only the first chunk is tested: {st}");
+}
+
 /// `--read-path read-ahead`: Flash's way, no pipes; still exact.
 #[test]
 fn amped_read_ahead_path_is_exact_under_eviction() {
