@@ -11,7 +11,10 @@ pub mod access_log;
 pub mod arch;
 pub mod cache;
 pub mod config;
+pub mod errlog;
+pub mod operator;
 pub mod pipeline;
+pub mod sd_notify;
 pub mod stats;
 pub mod transmit;
 

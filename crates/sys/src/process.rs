@@ -89,6 +89,10 @@ pub enum WorkerSignal {
     Terminate,
     /// Immediate stop.
     Kill,
+    /// Re-read the configuration and re-open the logs (SIGHUP).
+    Reload,
+    /// Re-open the logs (SIGUSR1).
+    ReopenLogs,
 }
 
 /// Sends `sig` to the process `pid` (a worker the caller spawned and has not reaped yet).
@@ -100,6 +104,19 @@ pub fn signal_worker(pid: u32, sig: WorkerSignal) -> io::Result<()> {
     let sig = match sig {
         WorkerSignal::Terminate => Signal::TERM,
         WorkerSignal::Kill => Signal::KILL,
+        WorkerSignal::Reload => Signal::HUP,
+        WorkerSignal::ReopenLogs => Signal::USR1,
     };
     Ok(kill_process(pid, sig)?)
+}
+
+/// The real user id of this process (for messages such as "not readable by uid 65534").
+pub fn current_uid() -> u32 {
+    rustix::process::getuid().as_raw()
+}
+
+/// The monotonic clock in microseconds (systemd's `MONOTONIC_USEC` in a reload notification).
+pub fn monotonic_usec() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    (t.tv_sec as u64) * 1_000_000 + (t.tv_nsec as u64) / 1000
 }

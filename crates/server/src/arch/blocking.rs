@@ -194,7 +194,7 @@ pub fn next_connection(
                     ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                 ) => {}
             Err(e) if is_fd_exhaustion(&e) => {
-                eprintln!("amped: accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
                 bump(&gate.stats.accept_pauses);
                 std::thread::sleep(ACCEPT_BACKOFF);
             }
@@ -241,7 +241,7 @@ pub fn serve(pipeline: &Pipeline, conn: Connection, stop: &Stop) {
         state: ConnState::new(conn.peer),
         stop,
         phase: Phase::Head,
-        deadline: Instant::now() + pipeline.cfg.header_timeout,
+        deadline: Instant::now() + pipeline.cfg.header_timeout(),
         // This thread may block on the disk, so the residency test would only add a syscall.
         opts: SendOptions {
             zero_copy: pipeline.cfg.opt.zero_copy,
@@ -286,7 +286,7 @@ impl Blocking<'_> {
     /// Sends a response; true if the connection stays open for the next request.
     fn send(&mut self, mut out: Outgoing) -> bool {
         let p = self.pipeline;
-        let mut deadline = Instant::now() + p.cfg.send_timeout;
+        let mut deadline = Instant::now() + p.cfg.send_timeout();
         let mut sent = out.body_sent();
         loop {
             match out.send(self.sock, self.opts, p) {
@@ -299,11 +299,16 @@ impl Blocking<'_> {
                     let now = Instant::now();
                     if out.body_sent() != sent {
                         sent = out.body_sent();
-                        deadline = now + p.cfg.send_timeout;
+                        deadline = now + p.cfg.send_timeout();
                     }
                     if now >= deadline || self.stop.expired() {
                         if now >= deadline {
                             bump(&p.stats.timeouts);
+                            crate::errlog::info!(
+                                "{}: no send progress for {:?}; connection closed",
+                                self.state.peer,
+                                p.cfg.send_timeout()
+                            );
                         }
                         p.complete(&out.resp, out.body_sent());
                         return false;
@@ -330,7 +335,7 @@ impl Blocking<'_> {
         if phase != self.phase {
             self.phase = phase;
             let timeout =
-                if phase == Phase::Idle { cfg.keepalive_timeout } else { cfg.header_timeout };
+                if phase == Phase::Idle { cfg.keepalive_timeout() } else { cfg.header_timeout() };
             self.deadline = Instant::now() + timeout;
         }
         loop {
@@ -369,7 +374,7 @@ impl Blocking<'_> {
         let p = self.pipeline;
         bump(&p.stats.timeouts);
         if self.phase == Phase::Head && self.state.has_partial_request() {
-            let mut out = Outgoing::new(p.timeout_response(self.state.peer));
+            let mut out = Outgoing::new(p.timeout_response(self.state.peer, &self.state.inbuf));
             let _ = out.send(self.sock, self.opts, p);
             p.complete(&out.resp, out.body_sent());
         }

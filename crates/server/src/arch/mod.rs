@@ -18,6 +18,7 @@ pub mod uring;
 
 use crate::access_log::AccessLogger;
 use crate::config::{Arch, Config};
+use crate::operator::SignalCounts;
 use crate::pipeline::Pipeline;
 use crate::stats::Stats;
 use amped_sys::listen::{ListenOptions, bind};
@@ -34,8 +35,10 @@ pub struct Server {
     pub stats: Arc<Stats>,
     /// Access log handle.
     pub log: AccessLogger,
-    /// Set by SIGTERM/SIGINT.
+    /// Set by SIGTERM/SIGINT/SIGQUIT.
     pub shutdown: Arc<AtomicBool>,
+    /// Reloads and log re-opens done so far (the `mp` parent forwards them to its workers).
+    pub signals: Arc<SignalCounts>,
 }
 
 impl Server {
@@ -81,7 +84,7 @@ pub fn serve(server: &Server, listeners: Vec<TcpListener>) -> io::Result<()> {
             Arch::Amped => amped::run(pipeline, listener, &server.shutdown),
             Arch::Mt => mt::run(pipeline, listener, &server.shutdown),
             Arch::Pool => pool::run(pipeline, listener, &server.shutdown),
-            Arch::Mp => mp::run(pipeline, listener, &server.shutdown),
+            Arch::Mp => mp::run(pipeline, listener, &server.shutdown, &server.signals),
             Arch::Uring => uring::run(pipeline, listener, &server.shutdown),
             Arch::Staged => staged::run(pipeline, listener, &server.shutdown),
         }

@@ -19,6 +19,7 @@
 
 use super::blocking::{self, Gate, Stop, TICK};
 use crate::config::Config;
+use crate::operator::SignalCounts;
 use crate::pipeline::Pipeline;
 use amped_sys::process::{WorkerSignal, signal_worker, spawn_worker};
 use std::ffi::OsString;
@@ -28,7 +29,7 @@ use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How often the parent looks for dead workers and for the shutdown signal.
@@ -42,22 +43,34 @@ pub fn run(
     pipeline: Arc<Pipeline>,
     listener: TcpListener,
     shutdown: &Arc<AtomicBool>,
+    signals: &SignalCounts,
 ) -> io::Result<()> {
     blocking::set_accept_tick(&listener)?; // the socket is shared: this sets it for every worker
     if pipeline.cfg.worker_fd.is_some() {
         serve_worker(&pipeline, &listener, shutdown);
         Ok(())
     } else {
-        Supervisor::start(&pipeline.cfg, listener)?.run(shutdown)
+        Supervisor::start(&pipeline.cfg, listener)?.run(shutdown, signals)
     }
 }
 
 /// One worker: accept, serve that connection to its end, repeat until shutdown.
 fn serve_worker(pipeline: &Pipeline, listener: &TcpListener, shutdown: &Arc<AtomicBool>) {
-    let stop = Stop::new(shutdown.clone(), pipeline.cfg.shutdown_timeout);
+    let stop = Stop::new(shutdown.clone(), pipeline.cfg.shutdown_timeout());
     let gate = Gate::new(1, pipeline.stats.clone());
     while let Some(conn) = blocking::next_connection(listener, &gate, &stop) {
         blocking::serve(pipeline, conn, &stop);
+    }
+}
+
+/// Sends `sig` to every worker if `count` moved past `seen` (the parent handled a signal).
+fn forward(count: &AtomicU64, seen: &mut u64, slots: &[Slot], sig: WorkerSignal) {
+    let now = count.load(Ordering::Relaxed);
+    if now != *seen {
+        *seen = now;
+        for child in slots.iter().filter_map(|s| s.child.as_ref()) {
+            let _ = signal_worker(child.id(), sig);
+        }
     }
 }
 
@@ -118,15 +131,20 @@ impl<'a> Supervisor<'a> {
         spawn_worker(cmd, listener, cpu)
     }
 
-    /// Replaces dead workers until `shutdown` is set, then stops them all.
-    fn run(mut self, shutdown: &AtomicBool) -> io::Result<()> {
+    /// Replaces dead workers and forwards reloads and log re-opens to them until `shutdown`
+    /// is set, then stops them all.
+    fn run(mut self, shutdown: &AtomicBool, signals: &SignalCounts) -> io::Result<()> {
+        let mut reloads = signals.reloads.load(Ordering::Relaxed);
+        let mut reopens = signals.reopens.load(Ordering::Relaxed);
         while !shutdown.load(Ordering::Relaxed) {
             for i in 0..self.slots.len() {
                 self.check(i, shutdown);
             }
+            forward(&signals.reloads, &mut reloads, &self.slots, WorkerSignal::Reload);
+            forward(&signals.reopens, &mut reopens, &self.slots, WorkerSignal::ReopenLogs);
             std::thread::sleep(SUPERVISE_TICK);
         }
-        let deadline = Instant::now() + self.cfg.shutdown_timeout + 2 * TICK;
+        let deadline = Instant::now() + self.cfg.shutdown_timeout() + 2 * TICK;
         self.stop_workers(deadline);
         Ok(())
     }
@@ -137,8 +155,8 @@ impl<'a> Supervisor<'a> {
         if let Some(child) = &mut slot.child
             && let Ok(Some(status)) = child.try_wait()
         {
-            eprintln!(
-                "amped: mp worker {i} (pid {}) exited unexpectedly ({status}); starting a new one",
+            crate::errlog::error!(
+                "mp worker {i} (pid {}) exited unexpectedly ({status}); starting a new one",
                 child.id()
             );
             slot.child = None;
@@ -154,8 +172,8 @@ impl<'a> Supervisor<'a> {
         slot.started = Instant::now();
         match spawned {
             Ok(child) => slot.child = Some(child),
-            Err(e) => eprintln!(
-                "amped: cannot start mp worker {i}: {e}; retrying in {RESPAWN_INTERVAL:?}"
+            Err(e) => crate::errlog::error!(
+                "cannot start mp worker {i}: {e}; retrying in {RESPAWN_INTERVAL:?}"
             ),
         }
     }
@@ -173,8 +191,8 @@ impl<'a> Supervisor<'a> {
                 std::thread::sleep(Duration::from_millis(20));
             }
             if matches!(child.try_wait(), Ok(None)) {
-                eprintln!(
-                    "amped: mp worker (pid {}) still busy at the shutdown deadline; killing it",
+                crate::errlog::error!(
+                    "mp worker (pid {}) still busy at the shutdown deadline; killing it",
                     child.id()
                 );
                 let _ = child.kill();

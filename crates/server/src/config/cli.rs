@@ -6,7 +6,7 @@ use serde::Deserialize;
 use std::path::PathBuf;
 
 /// amped: a Flash-style static web server (SPED, AMPED, MT, pool, MP, io_uring, staged).
-#[derive(Parser, Debug, Default, Deserialize)]
+#[derive(Parser, Debug, Default, Clone, Deserialize)]
 #[command(name = "amped", version, about, long_about = None)]
 #[serde(deny_unknown_fields, default)]
 pub struct Args {
@@ -120,6 +120,16 @@ pub struct Args {
     /// Access log in Combined Log Format: a file path, `-` for stdout, or `off` [default: off].
     #[arg(long, value_name = "PATH|-|off")]
     pub access_log: Option<String>,
+    /// Access-log line format: combined, or combined+time (adds the request time in
+    /// seconds) [default: combined].
+    #[arg(long, value_name = "FORMAT")]
+    pub access_log_format: Option<String>,
+    /// Error log: a file path, `-` for stderr, or `off` [default: -].
+    #[arg(long, value_name = "PATH|-|off")]
+    pub error_log: Option<String>,
+    /// Least important error-log lines kept: error, warn, notice, info, debug [default: notice].
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
     /// Serve files and directories whose names start with a dot.
     #[arg(long)]
     pub dotfiles: bool,
@@ -204,6 +214,9 @@ impl Args {
             max_uri_bytes,
             max_discard_body,
             access_log,
+            access_log_format,
+            error_log,
+            log_level,
             stats_path,
             precompressed,
             cors_origin,

@@ -3,15 +3,19 @@
 
 pub mod cli;
 pub mod response;
+mod live;
 
+use crate::errlog::Level;
 use amped_http::Limits;
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use cli::Args;
 pub use response::ResponseOptions;
+pub use live::Live;
 
 /// The concurrency architectures. Each drives the same request pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +114,26 @@ pub enum AccessLog {
     File(PathBuf),
 }
 
+/// What an access-log line holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessLogFormat {
+    /// Combined Log Format.
+    Combined,
+    /// Combined Log Format plus the request time in seconds.
+    CombinedTime,
+}
+
+/// Where the error log goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorLog {
+    /// No error log.
+    Off,
+    /// Standard error (the default).
+    Stderr,
+    /// Appended to a file.
+    File(PathBuf),
+}
+
 /// Which of Flash's optimizations are on (each can be switched off to measure its impact).
 #[derive(Clone, Copy, Debug)]
 pub struct Optimizations {
@@ -164,22 +188,21 @@ pub struct Config {
     pub page_yield_above: u64,
     /// Staleness bound of every cache: metadata older than this is revalidated.
     pub revalidate_after: Duration,
-    /// Time allowed to receive a request head.
-    pub header_timeout: Duration,
-    /// Idle keep-alive time.
-    pub keepalive_timeout: Duration,
-    /// Time a response may make no progress.
-    pub send_timeout: Duration,
-    /// Graceful-shutdown deadline.
-    pub shutdown_timeout: Duration,
+    /// The options a reload changes while serving (timeouts, body limit): read them through
+    /// [`Config::header_timeout`] and its siblings.
+    pub live: Arc<Live>,
     /// Connection cap (per loop/process).
     pub max_connections: usize,
     /// Request-head limits.
     pub limits: Limits,
-    /// Largest request body discarded on GET/HEAD.
-    pub max_discard_body: u64,
     /// Access-log destination.
     pub access_log: AccessLog,
+    /// Access-log line format.
+    pub access_log_format: AccessLogFormat,
+    /// Error-log destination.
+    pub error_log: ErrorLog,
+    /// Least important error-log lines kept.
+    pub log_level: Level,
     /// Serve dotfiles.
     pub dotfiles: bool,
     /// Follow symlinks leading outside the root.
@@ -281,6 +304,27 @@ impl Config {
             Some("") => return err("--access-log needs a path, '-' or 'off'"),
             Some(p) => AccessLog::File(PathBuf::from(p)),
         };
+        let access_log_format = match a.access_log_format.as_deref() {
+            None | Some("combined") => AccessLogFormat::Combined,
+            Some("combined+time") => AccessLogFormat::CombinedTime,
+            Some(other) => {
+                return err(format!(
+                    "unknown --access-log-format '{other}' (choose combined or combined+time)"
+                ));
+            }
+        };
+        let error_log = match a.error_log.as_deref() {
+            None | Some("-") => ErrorLog::Stderr,
+            Some("off") => ErrorLog::Off,
+            Some("") => return err("--error-log needs a path, '-' or 'off'"),
+            Some(p) => ErrorLog::File(PathBuf::from(p)),
+        };
+        let level_s = a.log_level.as_deref().unwrap_or("notice");
+        let Some(log_level) = Level::parse(level_s) else {
+            return err(format!(
+                "unknown --log-level '{level_s}' (choose error, warn, notice, info or debug)"
+            ));
+        };
         let stats_path = match a.stats_path {
             Some(p) if !p.starts_with('/') => {
                 return err(format!("--stats-path '{p}' must start with '/'"));
@@ -328,14 +372,21 @@ impl Config {
             small_file_bytes: a.small_file_bytes.unwrap_or(16384),
             page_yield_above: a.page_yield_above.unwrap_or(0),
             revalidate_after: Duration::from_secs(1),
-            header_timeout: seconds("header-timeout", a.header_timeout.unwrap_or(10.0))?,
-            keepalive_timeout: seconds("keepalive-timeout", a.keepalive_timeout.unwrap_or(15.0))?,
-            send_timeout: seconds("send-timeout", a.send_timeout.unwrap_or(30.0))?,
-            shutdown_timeout: seconds("shutdown-timeout", a.shutdown_timeout.unwrap_or(10.0))?,
+            live: Arc::new(Live::new(
+                [
+                    seconds("header-timeout", a.header_timeout.unwrap_or(10.0))?,
+                    seconds("keepalive-timeout", a.keepalive_timeout.unwrap_or(15.0))?,
+                    seconds("send-timeout", a.send_timeout.unwrap_or(30.0))?,
+                    seconds("shutdown-timeout", a.shutdown_timeout.unwrap_or(10.0))?,
+                ],
+                a.max_discard_body.unwrap_or(65536),
+            )),
             max_connections: positive("max-connections", a.max_connections.unwrap_or(10_000))?,
             limits,
-            max_discard_body: a.max_discard_body.unwrap_or(65536),
             access_log,
+            access_log_format,
+            error_log,
+            log_level,
             dotfiles: a.dotfiles,
             follow_outside_symlinks: a.follow_outside_symlinks,
             listing: a.listing,
@@ -437,7 +488,7 @@ mod tests {
         let c = parse(&["--config", file.to_str().unwrap(), "--helpers", "2"]).unwrap();
         assert_eq!(c.arch, Arch::Sped);
         assert_eq!(c.helpers, 2);
-        assert_eq!(c.header_timeout, Duration::from_millis(1500));
+        assert_eq!(c.header_timeout(), Duration::from_millis(1500));
         assert!(!c.opt.path_cache);
         std::fs::write(
             &file,

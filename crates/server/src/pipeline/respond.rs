@@ -199,12 +199,15 @@ impl super::Pipeline {
             Box::new(LogRecord {
                 peer: req.peer.ip(),
                 time: req.received,
-                request_line: format!(
-                    "{} {} {}",
-                    req.head.method_raw,
-                    req.head.target,
-                    req.head.version.as_str()
-                ),
+                started: req.started,
+                request_line: req.raw_line.clone().unwrap_or_else(|| {
+                    format!(
+                        "{} {} {}",
+                        req.head.method_raw,
+                        req.head.target,
+                        req.head.version.as_str()
+                    )
+                }),
                 status: status.as_u16(),
                 referer: req.head.referer.clone(),
                 user_agent: req.head.user_agent.clone(),

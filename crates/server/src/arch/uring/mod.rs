@@ -158,7 +158,7 @@ impl UringLoop {
         let mut batch: Vec<Completion> = Vec::with_capacity(256);
         let mut life = Lifecycle::new();
         loop {
-            if life.shutdown_begins(shutdown, self.pipeline.cfg.shutdown_timeout) {
+            if life.shutdown_begins(shutdown, self.pipeline.cfg.shutdown_timeout()) {
                 self.begin_drain();
             }
             if life.should_stop(self.conns.is_empty() && self.accept_op.is_none()) {
@@ -214,7 +214,7 @@ impl UringLoop {
         match r {
             Ok((sock, peer)) => self.register(sock, peer),
             Err(e) if is_fd_exhaustion(&e) => {
-                eprintln!("amped: accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
                 bump(&self.pipeline.stats.accept_pauses);
                 self.accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
             }
@@ -419,7 +419,7 @@ impl UringLoop {
                 c.state.inbuf = buf;
                 if c.timed_out {
                     c.timed_out = false; // from here the send timeout applies to the 408
-                    let resp = self.pipeline.timeout_response(c.state.peer);
+                    let resp = self.pipeline.timeout_response(c.state.peer, &c.state.inbuf);
                     c.out = Some(Sending::new(resp));
                     return self.pump(key);
                 }
@@ -597,7 +597,7 @@ impl UringLoop {
                 Some(op) if c.phase == Phase::Head && c.partial && c.out.is_none() => {
                     // Cancel the receive; its completion sends the 408 (then closes).
                     c.timed_out = true;
-                    c.deadline = now + self.pipeline.cfg.send_timeout;
+                    c.deadline = now + self.pipeline.cfg.send_timeout();
                     self.ring.cancel(op);
                 }
                 _ => self.close(key),
