@@ -244,6 +244,21 @@ fn write_loop(rx: Receiver<Msg>, mut out: Out) {
     out.flush();
 }
 
+/// An I/O error as a short reason for a log line: `permission denied` rather than
+/// `Permission denied (os error 13)`.
+pub fn reason(e: &io::Error) -> String {
+    let text = e.to_string();
+    let text = match text.find(" (os error ") {
+        Some(i) => &text[..i],
+        None => &text,
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 /// `2026-11-24T14:45:59Z level: message` plus a newline; control characters in the message
 /// are escaped so a hostile request cannot forge lines.
 pub fn format_line(t: SystemTime, level: Level, args: fmt::Arguments<'_>) -> String {
@@ -334,5 +349,12 @@ mod tests {
         }
         assert_eq!(Level::parse("verbose"), None);
         assert!(Level::Error < Level::Info);
+    }
+
+    #[test]
+    fn io_reasons_are_short() {
+        let e = io::Error::from_raw_os_error(13);
+        assert_eq!(reason(&e), "permission denied");
+        assert_eq!(reason(&io::Error::other("Custom")), "custom");
     }
 }

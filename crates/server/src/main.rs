@@ -98,9 +98,10 @@ fn announce(cfg: &Config, urls: &str) {
     );
     if let Err(e) = std::fs::read_dir(&cfg.root) {
         errlog::warn!(
-            "root {} is not readable by uid {}: {e}; requests will be answered 403 or 404",
+            "root {} is not readable by uid {}: {}; requests will be answered 403 or 404",
             cfg.root.display(),
-            amped_sys::process::current_uid()
+            amped_sys::process::current_uid(),
+            errlog::reason(&e)
         );
     }
 }

@@ -77,6 +77,8 @@ mod error_pages;
 mod limits_timeouts;
 #[path = "wire/observability.rs"]
 mod observability;
+#[path = "wire/operator.rs"]
+mod operator;
 #[path = "wire/page_yield.rs"]
 mod page_yield;
 #[path = "wire/paths_security.rs"]

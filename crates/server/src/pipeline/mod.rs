@@ -207,10 +207,18 @@ impl Pipeline {
         if let (Translation::File(path, _), Some(Err(e))) = (&r.translation, &r.file) {
             match e.kind() {
                 std::io::ErrorKind::PermissionDenied => {
-                    crate::errlog::warn!("open {}: {e} (403)", path.display());
+                    crate::errlog::warn!(
+                        "open {}: {} (403)",
+                        path.display(),
+                        crate::errlog::reason(e)
+                    );
                 }
                 std::io::ErrorKind::NotFound => {}
-                _ => crate::errlog::error!("open {}: {e} (404)", path.display()),
+                _ => crate::errlog::error!(
+                    "open {}: {} (404)",
+                    path.display(),
+                    crate::errlog::reason(e)
+                ),
             }
         }
         match (r.translation, r.file, r.listing) {

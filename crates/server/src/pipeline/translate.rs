@@ -126,12 +126,12 @@ fn canonical_inside(req: &TranslateRequest<'_>, p: &Path) -> Result<PathBuf, Tra
 fn from_io(path: &Path, e: &std::io::Error) -> Translation {
     match e.kind() {
         ErrorKind::PermissionDenied => {
-            crate::errlog::warn!("{}: {e} (403)", path.display());
+            crate::errlog::warn!("{}: {} (403)", path.display(), crate::errlog::reason(e));
             Translation::Forbidden
         }
         ErrorKind::NotFound | ErrorKind::NotADirectory => Translation::NotFound,
         _ => {
-            crate::errlog::error!("{}: {e} (404)", path.display());
+            crate::errlog::error!("{}: {} (404)", path.display(), crate::errlog::reason(e));
             Translation::NotFound
         }
     }

@@ -79,6 +79,16 @@ impl Server {
         fill: impl FnOnce(&Path),
         args: impl FnOnce(&Path) -> Vec<OsString>,
     ) -> Server {
+        Server::start_prepared(fill, args, |_, _| {})
+    }
+
+    /// As [`Server::start_with`], letting `prepare` adjust the command (user, environment)
+    /// once the temporary directory exists (`prepare` gets the command and that directory).
+    pub fn start_prepared(
+        fill: impl FnOnce(&Path),
+        args: impl FnOnce(&Path) -> Vec<OsString>,
+        prepare: impl FnOnce(&mut Command, &Path),
+    ) -> Server {
         let tmp = temp_dir();
         let root = tmp.path().join("root");
         std::fs::create_dir(&root).unwrap();
@@ -90,13 +100,10 @@ impl Server {
         }
         fill(&root);
         let args = args(&root);
-        let mut child = Command::new(binary())
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn amped");
+        let mut cmd = Command::new(binary());
+        cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        prepare(&mut cmd, tmp.path());
+        let mut child = cmd.spawn().expect("spawn amped");
         let stderr = Arc::new(Mutex::new(Vec::new()));
         drain_into(child.stderr.take().unwrap(), Arc::clone(&stderr));
         let stdout_lines = Arc::new(Mutex::new(Vec::new()));
