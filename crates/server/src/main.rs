@@ -45,20 +45,19 @@ fn main() -> ExitCode {
 
 fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std::io::Result<()> {
     arch::preflight(&cfg)?;
-    let listeners = arch::open_listeners(&cfg).map_err(|e| {
-        std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", cfg.listen))
-    })?;
+    let listeners = arch::open_listeners(&cfg)?;
     let (log, log_thread) = AccessLogger::start(&cfg.access_log, cfg.access_log_format)?;
-    let addr = listeners[0].local_addr()?;
     let worker = cfg.worker_fd.is_some();
+    let names = listeners.names.join(" ");
     if !worker {
         // (An mp worker, re-executed by its parent, stays quiet: the parent has announced.)
         let mut out = std::io::stdout().lock();
-        writeln!(out, "amped listening on http://{addr}/")?;
+        writeln!(out, "amped listening on {names}")?;
         writeln!(out, "amped: serving {} with arch {}", cfg.root.display(), cfg.arch.name())?;
         out.flush()?;
-        announce(&cfg, &format!("http://{addr}/"));
+        announce(&cfg, &names);
     }
+    let unix_paths = listeners.unix_paths.clone();
     let shutdown = signals.shutdown.clone();
     let counts = signals.counts.clone();
     let reloader = Reloader::new(args, cfg.clone(), log.clone(), fd_limit);
@@ -73,8 +72,11 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
     if !worker {
         sd_notify::ready();
     }
-    let result = arch::serve(&server, listeners);
+    let result = arch::serve(&server, listeners.sockets);
     signal_thread.stop();
+    for path in unix_paths {
+        let _ = std::fs::remove_file(path);
+    }
     drop(server); // the last log handle: the writer thread flushes and ends
     if let Some(t) = log_thread {
         let _ = t.join();

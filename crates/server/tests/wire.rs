@@ -75,6 +75,8 @@ mod conditional_range;
 mod error_pages;
 #[path = "wire/limits_timeouts.rs"]
 mod limits_timeouts;
+#[path = "wire/listeners.rs"]
+mod listeners;
 #[path = "wire/observability.rs"]
 mod observability;
 #[path = "wire/operator.rs"]

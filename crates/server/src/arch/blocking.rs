@@ -181,7 +181,7 @@ pub fn next_connection(
         if !gate.wait_for_slot(stop) {
             return None;
         }
-        match listener.accept() {
+        match amped_sys::listen::accept_blocking(listener) {
             Ok((sock, peer)) => {
                 if stop.draining() {
                     return None;

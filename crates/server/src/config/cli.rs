@@ -2,7 +2,7 @@
 //! option is optional here so a TOML file can fill what the command line leaves out.
 
 use clap::Parser;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use std::path::PathBuf;
 
 /// amped: a Flash-style static web server (SPED, AMPED, MT, pool, MP, io_uring, staged).
@@ -12,9 +12,11 @@ use std::path::PathBuf;
 pub struct Args {
     /// Directory to serve (default: the current directory).
     pub root: Option<PathBuf>,
-    /// Address to listen on [default: 127.0.0.1:8080].
-    #[arg(long, value_name = "ADDR:PORT")]
-    pub listen: Option<String>,
+    /// Address to listen on; repeat for several: ADDR:PORT, [V6]:PORT, :PORT or PORT (every
+    /// IPv4 interface), unix:PATH [default: 127.0.0.1:8080].
+    #[arg(long, value_name = "ADDR")]
+    #[serde(deserialize_with = "one_or_many")]
+    pub listen: Vec<String>,
     /// Read options from a TOML file (keys: the long option names in snake_case); the
     /// command line wins.
     #[arg(long, value_name = "FILE")]
@@ -130,6 +132,9 @@ pub struct Args {
     /// Least important error-log lines kept: error, warn, notice, info, debug [default: notice].
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,
+    /// The `Server` response header: a product name, or `off` to send none [default: amped].
+    #[arg(long, value_name = "NAME|off")]
+    pub server_header: Option<String>,
     /// Serve files and directories whose names start with a dot.
     #[arg(long)]
     pub dotfiles: bool,
@@ -187,9 +192,12 @@ impl Args {
         macro_rules! flag {
             ($($f:ident),*) => { $( self.$f |= file.$f; )* };
         }
+        if self.listen.is_empty() {
+            self.listen = file.listen;
+        }
         take!(
             root,
-            listen,
+            server_header,
             arch,
             helpers,
             threads,
@@ -240,4 +248,18 @@ impl Args {
         );
         self
     }
+}
+
+/// `listen = "a"` or `listen = ["a", "b"]` in the TOML file.
+fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) => vec![s],
+        OneOrMany::Many(v) => v,
+    })
 }

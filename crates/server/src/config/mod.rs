@@ -3,18 +3,19 @@
 
 pub mod cli;
 pub mod response;
+mod listen;
 mod live;
 
 use crate::errlog::Level;
 use amped_http::Limits;
 use std::fmt;
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use cli::Args;
 pub use response::ResponseOptions;
+pub use listen::ListenAddr;
 pub use live::Live;
 
 /// The concurrency architectures. Each drives the same request pipeline.
@@ -156,8 +157,11 @@ pub struct Optimizations {
 pub struct Config {
     /// Canonical document root.
     pub root: PathBuf,
-    /// Listening address.
-    pub listen: SocketAddr,
+    /// Listening addresses (at least one; systemd's sockets replace them when amped is
+    /// socket-activated).
+    pub listen: Vec<ListenAddr>,
+    /// `Server` header value (`None`: no header).
+    pub server_header: Option<String>,
     /// Concurrency architecture.
     pub arch: Arch,
     /// AMPED helper threads.
@@ -274,11 +278,28 @@ impl Config {
         if !root.is_dir() {
             return err(format!("cannot serve {}: not a directory", root_arg.display()));
         }
-        let listen_s = a.listen.as_deref().unwrap_or("127.0.0.1:8080");
-        let listen = listen_s.to_socket_addrs().ok().and_then(|mut it| it.next()).map_or_else(
-            || err(format!("invalid --listen address '{listen_s}' (want ADDR:PORT)")),
-            Ok,
-        )?;
+        let listen_s = if a.listen.is_empty() { vec!["127.0.0.1:8080".into()] } else { a.listen };
+        let listen = listen_s
+            .iter()
+            .map(|s| {
+                ListenAddr::parse(s).map_or_else(
+                    || {
+                        err(format!(
+                            "invalid --listen address '{s}' (want ADDR:PORT, :PORT or unix:PATH)"
+                        ))
+                    },
+                    Ok,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let server_header = match a.server_header.as_deref() {
+            None => Some(crate::SERVER_NAME.to_string()),
+            Some("off") => None,
+            Some(v) if v.is_empty() || !v.bytes().all(|b| b.is_ascii_graphic() || b == b' ') => {
+                return err(format!("--server-header '{v}' must be printable ASCII, or 'off'"));
+            }
+            Some(v) => Some(v.to_string()),
+        };
         let arch_s = a.arch.as_deref().unwrap_or("amped");
         let Some(arch) = Arch::parse(arch_s) else {
             return err(format!(
@@ -286,6 +307,9 @@ impl Config {
             ));
         };
         let instances = positive("instances", a.instances.unwrap_or(1))?;
+        if arch == Arch::Mp && listen.len() > 1 {
+            return err("--arch mp serves one --listen address (its workers share one socket)");
+        }
         if instances > 1 && !arch.takes_instances() {
             return err(format!(
                 "--instances applies to sped, amped and uring, not {}",
@@ -340,6 +364,7 @@ impl Config {
         Ok(Config {
             root,
             listen,
+            server_header,
             arch,
             helpers: positive("helpers", a.helpers.unwrap_or(4))?,
             threads,
@@ -434,7 +459,8 @@ mod tests {
     #[test]
     fn defaults_are_the_documented_ones() {
         let c = parse(&["."]).unwrap();
-        assert_eq!(c.listen, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(c.listen, vec![ListenAddr::Tcp("127.0.0.1:8080".parse().unwrap())]);
+        assert_eq!(c.server_header.as_deref(), Some("amped"));
         assert_eq!(c.arch, Arch::Amped);
         assert_eq!(c.helpers, 4);
         assert!(c.opt.path_cache && c.opt.header_cache && c.opt.file_cache && c.opt.zero_copy);
@@ -469,6 +495,8 @@ mod tests {
             (vec!["--stage-threads-max", "0"], "--stage-threads-max must be at least 1"),
             (vec!["--stage-queue", "0"], "--stage-queue must be at least 1"),
             (vec!["--stats-path", "stats"], "must start with '/'"),
+            (vec!["--server-header", "a\u{7f}"], "--server-header"),
+            (vec!["--arch", "mp", "--listen", ":1", "--listen", ":2"], "serves one --listen"),
         ] {
             let e = parse(&argv).unwrap_err().to_string();
             assert!(e.contains(needle), "{argv:?}: {e}");

@@ -219,15 +219,20 @@ impl Drop for Server {
     }
 }
 
-/// Parse `amped listening on http://127.0.0.1:PORT/` into an address.
+/// Parse `amped listening on http://127.0.0.1:PORT/` into an address (with several
+/// listeners the line names each, the first one first; an address of every interface,
+/// `0.0.0.0`, is reached through 127.0.0.1).
 pub fn parse_listen_line(line: &str) -> SocketAddr {
-    let port = line
-        .strip_prefix(LISTEN_PREFIX)
-        .and_then(|rest| rest.strip_suffix('/'))
-        .and_then(|port| port.parse::<u16>().ok())
+    let addr = line
+        .strip_prefix("amped listening on http://")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|a| a.parse::<SocketAddr>().ok())
         .unwrap_or_else(|| panic!("unexpected first stdout line: {line:?}"));
-    assert_ne!(port, 0, "server reports port 0");
-    SocketAddr::from(([127, 0, 0, 1], port))
+    assert_ne!(addr.port(), 0, "server reports port 0");
+    if addr.ip().is_unspecified() {
+        return SocketAddr::from(([127, 0, 0, 1], addr.port()));
+    }
+    addr
 }
 
 fn drain_into(

@@ -78,7 +78,7 @@ pub fn run(
     let ring = open_ring(RING_ENTRIES)?;
     // The ring waits for connections itself; accepted sockets inherit TCP_NODELAY.
     listener.set_nonblocking(false)?;
-    socket2::SockRef::from(&listener).set_tcp_nodelay(true)?;
+    let _ = socket2::SockRef::from(&listener).set_tcp_nodelay(true); // (not on a Unix socket)
     let helpers = HelperPool::start(pipeline.clone(), pipeline.cfg.helpers)?;
     UringLoop::new(pipeline, ring, helpers, listener).run(shutdown)
 }
