@@ -505,6 +505,17 @@ mod tests {
     }
 
     #[test]
+    fn the_sample_deployment_config_is_valid() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = include_str!("../../../../docs/deploy/amped.toml");
+        let mut args: Args = toml::from_str(text).expect("docs/deploy/amped.toml parses");
+        args.root = Some(dir.path().to_path_buf());
+        let c = Config::resolve(args).expect("and resolves");
+        assert_eq!(c.listen.len(), 2);
+        assert_eq!(c.access_log_format, AccessLogFormat::CombinedTime);
+    }
+
+    #[test]
     fn config_file_fills_gaps_and_command_line_wins() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("amped.toml");
@@ -528,6 +539,9 @@ mod tests {
         assert_eq!(c.response.cache_control, [("/assets/*".into(), "max-age=60".into())]);
         assert!(c.response.common_headers.starts_with(b"X-B: 2\r\nX-Content-Type-Options"));
         assert_eq!(c.response.precompressed, [amped_http::Encoding::Gzip]);
+        std::fs::write(&file, "listen = [\":0\", \"unix:/tmp/a.sock\"]\n").unwrap();
+        let c = parse(&["--config", file.to_str().unwrap()]).unwrap();
+        assert_eq!(c.listen.len(), 2);
         std::fs::write(&file, "bogus_key = 1\n").unwrap();
         let e = parse(&["--config", file.to_str().unwrap()]).unwrap_err().to_string();
         assert!(e.contains("invalid config file"), "{e}");
