@@ -247,8 +247,9 @@ impl Config {
                 let text = std::fs::read_to_string(path)
                     .or_else(|e| err(format!("cannot read config file {}: {e}", path.display())))?;
                 let file: Args = toml::from_str(&text).or_else(|e| {
-                    let msg = e.message().to_string();
-                    err(format!("invalid config file {}: {msg}", path.display()))
+                    let at = e.span().map(|s| line_column(&text, s.start)).unwrap_or_default();
+                    let msg = e.message().trim_end();
+                    err(format!("invalid config file {}{at}: {msg}", path.display()))
                 })?;
                 args.merge_file(file)
             }
@@ -430,6 +431,18 @@ impl Config {
     }
 }
 
+/// `:LINE:COLUMN` (1-based, columns in characters) of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> String {
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    format!(":{line}:{column}")
+}
+
 fn positive(name: &str, v: usize) -> Result<usize, ConfigError> {
     at_least(name, v, 1)
 }
@@ -545,5 +558,10 @@ mod tests {
         std::fs::write(&file, "bogus_key = 1\n").unwrap();
         let e = parse(&["--config", file.to_str().unwrap()]).unwrap_err().to_string();
         assert!(e.contains("invalid config file"), "{e}");
+        assert!(e.contains("amped.toml:1:1: unknown field `bogus_key`"), "{e}");
+        std::fs::write(&file, "arch = \"sped\"\nhelpers = \"many\"\n").unwrap();
+        let e = parse(&["--config", file.to_str().unwrap()]).unwrap_err().to_string();
+        assert!(e.contains("amped.toml:2:11: "), "{e}");
+        assert!(!e.contains('\n'), "{e}");
     }
 }
