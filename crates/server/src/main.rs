@@ -46,6 +46,7 @@ fn main() -> ExitCode {
 fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std::io::Result<()> {
     arch::preflight(&cfg)?;
     let listeners = arch::open_listeners(&cfg)?;
+    let (stats, stats_fd) = Stats::for_server(&cfg)?;
     let (log, log_thread) = AccessLogger::start(&cfg.access_log, cfg.access_log_format)?;
     let worker = cfg.worker_fd.is_some();
     let names = listeners.names.join(" ");
@@ -64,7 +65,8 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
     let signal_thread = signals.spawn(reloader)?;
     let server = Server {
         cfg: Arc::new(cfg),
-        stats: Arc::new(Stats::default()),
+        stats: Arc::new(stats),
+        stats_fd,
         log,
         shutdown,
         signals: counts,

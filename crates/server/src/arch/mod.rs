@@ -34,6 +34,8 @@ pub struct Server {
     pub cfg: Arc<Config>,
     /// Shared counters.
     pub stats: Arc<Stats>,
+    /// Under `mp`, in the parent: the shared counters' memory file, for the workers.
+    pub stats_fd: Option<std::os::fd::OwnedFd>,
     /// Access log handle.
     pub log: AccessLogger,
     /// Set by SIGTERM/SIGINT/SIGQUIT.
@@ -149,7 +151,7 @@ pub fn serve(server: &Server, listeners: Vec<TcpListener>) -> io::Result<()> {
             Arch::Amped => amped::run(pipeline, listener, &server.shutdown),
             Arch::Mt => mt::run(pipeline, listener, &server.shutdown),
             Arch::Pool => pool::run(pipeline, listener, &server.shutdown),
-            Arch::Mp => mp::run(pipeline, listener, &server.shutdown, &server.signals),
+            Arch::Mp => mp::run(pipeline, listener, server),
             Arch::Uring => uring::run(pipeline, listener, &server.shutdown),
             Arch::Staged => staged::run(pipeline, listener, &server.shutdown),
         }

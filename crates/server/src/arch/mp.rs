@@ -6,9 +6,10 @@
 //! the same arguments plus the hidden `--worker-fd FD`, the listener's descriptor, which the
 //! worker inherits (see `amped_sys::process`). Workers take `accept` in turn (the kernel wakes
 //! one blocked acceptor per connection). Each worker builds its **own** pipeline, so its own
-//! caches — the replicated caches that cost Flash-MP its memory footprint — and its own
-//! counters: the stats endpoint of an `mp` server shows the counters of the worker that
-//! answered the request, not of the whole server.
+//! caches — the replicated caches that cost Flash-MP its memory footprint. The counters,
+//! though, are the server's: the parent creates them in shared memory and passes that to
+//! every worker (`--stats-fd`, `--worker-index`), so the stats endpoint sums all workers
+//! whichever one answers (see [`crate::stats`]).
 //!
 //! The parent only supervises: a worker that dies (crash, kill -9, a stray SIGTERM) is
 //! replaced at most once a second per slot, with a line on stderr. SIGTERM/SIGINT to the
@@ -17,15 +18,17 @@
 //! 0. Workers receive SIGTERM if the parent dies (`PR_SET_PDEATHSIG`). With `--pin`, worker i
 //! is pinned to CPU i mod the number of CPUs. Only the parent prints the listening line.
 
+use super::Server;
 use super::blocking::{self, Gate, Stop, TICK};
 use crate::config::Config;
 use crate::operator::SignalCounts;
 use crate::pipeline::Pipeline;
+use crate::stats::Stats;
 use amped_sys::process::{WorkerSignal, signal_worker, spawn_worker};
 use std::ffi::OsString;
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -39,19 +42,26 @@ const SUPERVISE_TICK: Duration = Duration::from_millis(100);
 const RESPAWN_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Runs the `mp` architecture: the supervising parent, or (with `--worker-fd`) one worker.
-pub fn run(
-    pipeline: Arc<Pipeline>,
-    listener: TcpListener,
-    shutdown: &Arc<AtomicBool>,
-    signals: &SignalCounts,
-) -> io::Result<()> {
+pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, server: &Server) -> io::Result<()> {
     blocking::set_accept_tick(&listener)?; // the socket is shared: this sets it for every worker
     if pipeline.cfg.worker_fd.is_some() {
-        serve_worker(&pipeline, &listener, shutdown);
+        serve_worker(&pipeline, &listener, &server.shutdown);
         Ok(())
     } else {
-        Supervisor::start(&pipeline.cfg, listener)?.run(shutdown, signals)
+        let stats = Shared {
+            fd: server.stats_fd.as_ref().map(|f| f.as_raw_fd()),
+            cells: server.stats.shared_cells(),
+        };
+        Supervisor::start(&pipeline.cfg, listener, stats)?.run(&server.shutdown, &server.signals)
     }
+}
+
+/// The shared counters the workers count in (see [`crate::stats`]).
+struct Shared {
+    /// The memory file, passed to each worker.
+    fd: Option<RawFd>,
+    /// The parent's view, to reset a dead worker's gauge.
+    cells: Option<&'static [AtomicU64]>,
 }
 
 /// One worker: accept, serve that connection to its end, repeat until shutdown.
@@ -88,11 +98,12 @@ struct Supervisor<'a> {
     exe: PathBuf,
     args: Vec<OsString>,
     slots: Vec<Slot>,
+    stats: Shared,
 }
 
 impl<'a> Supervisor<'a> {
     /// Starts `cfg.processes` workers on `listener`.
-    fn start(cfg: &'a Config, listener: TcpListener) -> io::Result<Self> {
+    fn start(cfg: &'a Config, listener: TcpListener, stats: Shared) -> io::Result<Self> {
         let exe = std::env::current_exe()?;
         let args = std::env::args_os().skip(1).collect();
         let mut sup = Supervisor {
@@ -101,6 +112,7 @@ impl<'a> Supervisor<'a> {
             exe,
             args,
             slots: Vec::with_capacity(cfg.processes),
+            stats,
         };
         for i in 0..cfg.processes {
             match sup.spawn(i) {
@@ -123,12 +135,13 @@ impl<'a> Supervisor<'a> {
         };
         let mut cmd = Command::new(&self.exe);
         // The option goes first: ROOT may follow a `--` in the original arguments.
-        cmd.arg("--worker-fd")
-            .arg(listener.as_raw_fd().to_string())
-            .args(&self.args)
-            .stdin(Stdio::null());
+        cmd.arg("--worker-fd").arg(listener.as_raw_fd().to_string());
+        if let Some(fd) = self.stats.fd {
+            cmd.arg("--stats-fd").arg(fd.to_string()).arg("--worker-index").arg(i.to_string());
+        }
+        cmd.args(&self.args).stdin(Stdio::null());
         let cpu = self.cfg.pin.then(|| amped_sys::limits::nth_allowed_cpu(i));
-        spawn_worker(cmd, listener, cpu)
+        spawn_worker(cmd, listener, self.stats.fd, cpu)
     }
 
     /// Replaces dead workers and forwards reloads and log re-opens to them until `shutdown`
@@ -160,6 +173,9 @@ impl<'a> Supervisor<'a> {
                 child.id()
             );
             slot.child = None;
+            if let Some(cells) = self.stats.cells {
+                Stats::reset_open_gauge(cells, i);
+            }
         }
         if slot.child.is_some()
             || slot.started.elapsed() < RESPAWN_INTERVAL

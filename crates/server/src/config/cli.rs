@@ -181,6 +181,14 @@ pub struct Args {
     #[arg(long, hide = true)]
     #[serde(skip)]
     pub worker_fd: Option<i32>,
+    /// Internal: the `mp` workers' shared counters (an inherited memory file).
+    #[arg(long, hide = true)]
+    #[serde(skip)]
+    pub stats_fd: Option<i32>,
+    /// Internal: which `mp` worker this is (its slot in the shared counters).
+    #[arg(long, hide = true)]
+    #[serde(skip)]
+    pub worker_index: Option<usize>,
 }
 
 impl Args {

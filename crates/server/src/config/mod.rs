@@ -219,6 +219,10 @@ pub struct Config {
     pub worker_fd: Option<i32>,
     /// Response features: pre-compressed variants, headers, error pages, SPA fallback.
     pub response: ResponseOptions,
+    /// Inherited shared-counters descriptor (mp worker processes).
+    pub stats_fd: Option<i32>,
+    /// This mp worker's index (0 in every other process).
+    pub worker_index: usize,
 }
 
 /// A configuration error: one line for the user.
@@ -427,6 +431,8 @@ impl Config {
                 error_page: &a.error_page,
                 spa_fallback: a.spa_fallback.as_deref(),
             })?,
+            stats_fd: a.stats_fd,
+            worker_index: a.worker_index.unwrap_or(0),
         })
     }
 }
