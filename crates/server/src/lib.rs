@@ -16,6 +16,7 @@ pub mod operator;
 pub mod pipeline;
 pub mod sd_notify;
 pub mod stats;
+pub mod stats_listener;
 pub mod transmit;
 
 /// The `Server` header value.

@@ -8,6 +8,7 @@ use amped::errlog;
 use amped::operator::{OperatorSignals, Reloader};
 use amped::sd_notify;
 use amped::stats::Stats;
+use amped::stats_listener;
 use clap::Parser;
 use std::io::Write;
 use std::process::ExitCode;
@@ -47,6 +48,10 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
     arch::preflight(&cfg)?;
     let listeners = arch::open_listeners(&cfg)?;
     let (stats, stats_fd) = Stats::for_server(&cfg)?;
+    let stats_listener = match cfg.stats_listen {
+        Some(addr) if cfg.worker_fd.is_none() => Some(stats_listener::bind(addr)?),
+        _ => None,
+    };
     let (log, log_thread) = AccessLogger::start(&cfg.access_log, cfg.access_log_format)?;
     let worker = cfg.worker_fd.is_some();
     let names = listeners.names.join(" ");
@@ -55,6 +60,9 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
         let mut out = std::io::stdout().lock();
         writeln!(out, "amped listening on {names}")?;
         writeln!(out, "amped: serving {} with arch {}", cfg.root.display(), cfg.arch.name())?;
+        if let Some(l) = &stats_listener {
+            writeln!(out, "amped: stats on http://{}/", l.local_addr()?)?;
+        }
         out.flush()?;
         announce(&cfg, &names);
     }
@@ -71,10 +79,18 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
         shutdown,
         signals: counts,
     };
+    let stats_thread = match stats_listener {
+        Some(l) => Some(stats_listener::spawn(l, server.stats.clone(), server.shutdown.clone())?),
+        None => None,
+    };
     if !worker {
         sd_notify::ready();
     }
     let result = arch::serve(&server, listeners.sockets);
+    if let Some(t) = stats_thread {
+        server.shutdown.store(true, std::sync::atomic::Ordering::Relaxed); // (if serve failed)
+        let _ = t.join();
+    }
     signal_thread.stop();
     for path in unix_paths {
         let _ = std::fs::remove_file(path);

@@ -218,6 +218,8 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         follow_outside_symlinks => "--follow-outside-symlinks",
         listing => "--listing",
         stats_path => "--stats-path",
+        stats_listen => "--stats-listen",
+        server_header => "--server-header",
     );
     if (old.access_log == AccessLog::Off) != (new.access_log == AccessLog::Off) {
         out.push("--access-log (turning it on or off)");

@@ -177,6 +177,10 @@ pub struct Args {
     /// applications), e.g. /index.html [default: off].
     #[arg(long, value_name = "/PATH")]
     pub spa_fallback: Option<String>,
+    /// Serve the counters as JSON on this address of their own, e.g. 127.0.0.1:9090
+    /// (off by default).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub stats_listen: Option<String>,
     /// Internal: run as an `mp` worker process serving an inherited listener.
     #[arg(long, hide = true)]
     #[serde(skip)]
@@ -237,6 +241,8 @@ impl Args {
             precompressed,
             cors_origin,
             spa_fallback
+            stats_listen,
+            stats_path
         );
         macro_rules! list {
             ($($f:ident),*) => { $( if self.$f.is_empty() { self.$f = file.$f; } )* };

@@ -215,6 +215,8 @@ pub struct Config {
     pub listing: bool,
     /// URL path of the stats endpoint.
     pub stats_path: Option<String>,
+    /// Address of the separate stats listener.
+    pub stats_listen: Option<std::net::SocketAddr>,
     /// Inherited listener descriptor (mp worker processes).
     pub worker_fd: Option<i32>,
     /// Response features: pre-compressed variants, headers, error pages, SPA fallback.
@@ -354,6 +356,11 @@ impl Config {
                 "unknown --log-level '{level_s}' (choose error, warn, notice, info or debug)"
             ));
         };
+        let stats_listen = match a.stats_listen.as_deref().map(ListenAddr::parse) {
+            None => None,
+            Some(Some(ListenAddr::Tcp(addr))) => Some(addr),
+            Some(_) => return err("--stats-listen wants a TCP address (ADDR:PORT or :PORT)"),
+        };
         let stats_path = match a.stats_path {
             Some(p) if !p.starts_with('/') => {
                 return err(format!("--stats-path '{p}' must start with '/'"));
@@ -421,6 +428,7 @@ impl Config {
             follow_outside_symlinks: a.follow_outside_symlinks,
             listing: a.listing,
             stats_path,
+            stats_listen,
             worker_fd: a.worker_fd,
             response: ResponseOptions::resolve(&response::ResponseArgs {
                 precompressed: a.precompressed.as_deref(),

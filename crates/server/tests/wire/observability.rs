@@ -182,6 +182,29 @@ arch_tests! {
         assert!(counter(&stats(s.addr, STATS), "connections_accepted") >= 23);
     }
 
+    /// --stats-listen: the counters on an address of their own (any GET path), the whole
+    /// server's; the site's port does not serve them.
+    fn stats_on_a_separate_address(arch) {
+        let s = Server::start(arch, &["--stats-listen", "127.0.0.1:0"], fill);
+        let stats_line = || s.stdout_lines().into_iter().find(|l| l.starts_with("amped: stats on http://"));
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while stats_line().is_none() && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(20));
+        }
+        let line = stats_line().unwrap_or_else(|| panic!("no stats line: {:?}", s.stdout_lines()));
+        let addr: std::net::SocketAddr =
+            line.trim_start_matches("amped: stats on http://").trim_end_matches('/').parse().unwrap();
+        for _ in 0..5 {
+            s.get("/a.txt").assert_status(200);
+        }
+        s.get(STATS).assert_status(404);
+        let st = stats(addr, "/metrics");
+        assert_eq!(counter(&st, "requests"), 6, "{st}");
+        let r = request_once(addr, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+        r.assert_status(405);
+        assert_eq!(r.must("allow"), "GET, HEAD");
+    }
+
     /// With the caches switched off, the stats show no cache hits.
     fn stats_caches_off(arch) {
         let s = Server::start(arch, &["--stats-path", STATS, "--no-path-cache", "--no-header-cache", "--no-file-cache"], fill);
