@@ -80,9 +80,10 @@ impl AccessLogger {
     ) -> io::Result<(Self, Option<JoinHandle<()>>)> {
         let Some(out) = open(target)? else { return Ok((Self::off(), None)) };
         let (tx, rx) = unbounded();
+        let target = target.clone();
         let handle = std::thread::Builder::new()
             .name("access-log".into())
-            .spawn(move || write_loop(rx, out))?;
+            .spawn(move || write_loop(rx, out, target))?;
         let logger = AccessLogger { tx: Some(tx), with_time: Arc::default() };
         logger.set_format(format);
         Ok((logger, Some(handle)))
@@ -120,32 +121,72 @@ impl AccessLogger {
     }
 }
 
-fn write_loop(rx: Receiver<Msg>, mut out: Out) {
+fn write_loop(rx: Receiver<Msg>, out: Out, target: Target) {
+    let mut w = Writer { out, target, failing: false };
     loop {
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(Msg::Line(line)) => {
-                let _ = out.write_all(line.as_bytes());
+                if let Err(e) = w.out.write_all(line.as_bytes()) {
+                    w.check(Err(e)); // (a buffered write succeeding says nothing of the disk)
+                }
                 if rx.is_empty() {
-                    let _ = out.flush();
+                    w.flush();
                 }
             }
             Ok(Msg::Reopen(target)) => {
-                let _ = out.flush();
+                w.flush();
                 match open(&target) {
-                    Ok(Some(new)) => out = new,
+                    Ok(Some(new)) => w = Writer { out: new, target, failing: false },
                     Ok(None) => {} // turning the log off needs a restart
                     Err(e) => {
                         crate::errlog::error!("{e}; still writing to the previous access log")
                     }
                 }
             }
-            Err(RecvTimeoutError::Timeout) => {
-                let _ = out.flush();
-            }
+            Err(RecvTimeoutError::Timeout) => w.flush(),
             Err(RecvTimeoutError::Disconnected) => break,
         }
     }
-    let _ = out.flush();
+    w.flush();
+}
+
+/// The open log and whether writing to it fails (reported once per failure spell, not once
+/// per line: a full disk must not flood the error log).
+struct Writer {
+    out: Out,
+    target: Target,
+    failing: bool,
+}
+
+impl Writer {
+    fn flush(&mut self) {
+        let r = self.out.flush();
+        self.check(r);
+    }
+
+    /// Reports the first failure of a spell; a successful flush ends the spell.
+    fn check(&mut self, r: io::Result<()>) {
+        match r {
+            Err(e) if !self.failing => {
+                self.failing = true;
+                let reason = crate::errlog::reason(&e);
+                match &self.target {
+                    Target::File(p) => crate::errlog::error!(
+                        "access log {}: {reason}; lines are being lost",
+                        p.display()
+                    ),
+                    _ => crate::errlog::error!("access log: {reason}; lines are being lost"),
+                }
+            }
+            Err(_) => {}
+            Ok(()) => {
+                if self.failing {
+                    crate::errlog::notice!("access log: writing again");
+                }
+                self.failing = false;
+            }
+        }
+    }
 }
 
 /// One Combined Log Format line, newline-terminated.

@@ -88,6 +88,24 @@ struct Limiter {
     dropped: u64,
 }
 
+impl Limiter {
+    /// Whether a line at `t` may be written, and, when a new window begins after lines were
+    /// dropped, how many were.
+    fn admit(&mut self, t: Instant) -> (bool, Option<u64>) {
+        let mut report = None;
+        if self.window.is_none_or(|w| t.duration_since(w) >= Duration::from_secs(1)) {
+            report = (self.dropped > 0).then_some(self.dropped);
+            *self = Limiter { window: Some(t), sent: 0, dropped: 0 };
+        }
+        if self.sent >= LINES_PER_SECOND {
+            self.dropped += 1;
+            return (false, report);
+        }
+        self.sent += 1;
+        (true, report)
+    }
+}
+
 struct Writer {
     tx: Option<Sender<Msg>>,
     thread: Option<JoinHandle<()>>,
@@ -114,27 +132,16 @@ pub fn write(level: Level, args: fmt::Arguments<'_>) {
     }
     let now = SystemTime::now();
     let mut lines = Vec::with_capacity(2);
-    {
-        let mut lim = crate::cache::lock(&LIMITER);
-        let t = Instant::now();
-        if lim.window.is_none_or(|w| t.duration_since(w) >= Duration::from_secs(1)) {
-            if lim.dropped > 0 {
-                lines.push(format_line(
-                    now,
-                    Level::Warn,
-                    format_args!(
-                        "{} error-log lines dropped by the rate limit ({LINES_PER_SECOND}/s)",
-                        lim.dropped
-                    ),
-                ));
-            }
-            *lim = Limiter { window: Some(t), sent: 0, dropped: 0 };
-        }
-        if lim.sent >= LINES_PER_SECOND {
-            lim.dropped += 1;
-            return;
-        }
-        lim.sent += 1;
+    let (admit, dropped) = crate::cache::lock(&LIMITER).admit(Instant::now());
+    if let Some(n) = dropped {
+        lines.push(format_line(
+            now,
+            Level::Warn,
+            format_args!("{n} error-log lines dropped by the rate limit ({LINES_PER_SECOND}/s)"),
+        ));
+    }
+    if !admit {
+        return;
     }
     lines.push(format_line(now, level, args));
     let writer = crate::cache::lock(&WRITER);
@@ -349,6 +356,20 @@ mod tests {
         }
         assert_eq!(Level::parse("verbose"), None);
         assert!(Level::Error < Level::Info);
+    }
+
+    #[test]
+    fn the_rate_limit_keeps_a_window_and_reports_what_it_dropped() {
+        let mut lim = Limiter { window: None, sent: 0, dropped: 0 };
+        let t0 = Instant::now();
+        for _ in 0..LINES_PER_SECOND {
+            assert_eq!(lim.admit(t0), (true, None));
+        }
+        for _ in 0..5 {
+            assert_eq!(lim.admit(t0 + Duration::from_millis(500)), (false, None));
+        }
+        assert_eq!(lim.admit(t0 + Duration::from_secs(1)), (true, Some(5)));
+        assert_eq!(lim.admit(t0 + Duration::from_secs(3)), (true, None));
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! the rest in the kernel's backlog) and [`next_connection`].
 
 use crate::cache::lock;
+use crate::config::Config;
 use crate::pipeline::{ConnState, Pipeline, Step};
 use crate::stats::{Stats, bump, drop_one};
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
@@ -40,13 +41,16 @@ const READ_BUF: usize = 16 << 10;
 pub struct Stop {
     flag: Arc<AtomicBool>,
     began: OnceLock<Instant>,
-    grace: Duration,
+    /// Holds the (live) shutdown timeout, read when shutdown begins.
+    live: Arc<crate::config::Live>,
+    grace: OnceLock<Duration>,
 }
 
 impl Stop {
-    /// Watches `flag` (set by SIGTERM/SIGINT); in-flight work may take `grace` after it is set.
-    pub fn new(flag: Arc<AtomicBool>, grace: Duration) -> Self {
-        Stop { flag, began: OnceLock::new(), grace }
+    /// Watches `flag` (set by SIGTERM/SIGINT/SIGQUIT); in-flight work may take the
+    /// configuration's shutdown timeout (as it is when shutdown begins) after it is set.
+    pub fn new(flag: Arc<AtomicBool>, cfg: &Config) -> Self {
+        Stop { flag, began: OnceLock::new(), live: cfg.live.clone(), grace: OnceLock::new() }
     }
 
     /// True once shutdown has begun: finish what is in flight, take nothing new.
@@ -60,7 +64,8 @@ impl Stop {
 
     /// When in-flight work must be abandoned (`None` before shutdown began).
     pub fn deadline(&self) -> Option<Instant> {
-        self.draining().then(|| *self.began.get_or_init(Instant::now) + self.grace)
+        let grace = || *self.grace.get_or_init(|| self.live.shutdown_timeout());
+        self.draining().then(|| *self.began.get_or_init(Instant::now) + grace())
     }
 
     /// True once the shutdown deadline has passed.

@@ -66,7 +66,7 @@ struct Shared {
 
 /// One worker: accept, serve that connection to its end, repeat until shutdown.
 fn serve_worker(pipeline: &Pipeline, listener: &TcpListener, shutdown: &Arc<AtomicBool>) {
-    let stop = Stop::new(shutdown.clone(), pipeline.cfg.shutdown_timeout());
+    let stop = Stop::new(shutdown.clone(), &pipeline.cfg);
     let gate = Gate::new(1, pipeline.stats.clone());
     while let Some(conn) = blocking::next_connection(listener, &gate, &stop) {
         blocking::serve(pipeline, conn, &stop);

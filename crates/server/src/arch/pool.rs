@@ -40,7 +40,7 @@ pub fn run(
 ) -> io::Result<()> {
     blocking::set_accept_tick(&listener)?;
     let cfg = pipeline.cfg.clone();
-    let stop = Arc::new(Stop::new(shutdown.clone(), cfg.shutdown_timeout()));
+    let stop = Arc::new(Stop::new(shutdown.clone(), &cfg));
     let gate = Gate::new(cfg.max_connections, pipeline.stats.clone());
     let (queue, taken) = bounded::<Connection>(cfg.queue);
     let workers = (0..cfg.threads)

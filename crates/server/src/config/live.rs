@@ -40,6 +40,11 @@ impl Live {
         Duration::from_nanos(self.timeouts[i].load(Ordering::Relaxed))
     }
 
+    /// The graceful-shutdown deadline.
+    pub fn shutdown_timeout(&self) -> Duration {
+        self.timeout(SHUTDOWN)
+    }
+
     /// Takes every live value of `other` (a freshly re-read configuration).
     pub fn update_from(&self, other: &Live) {
         for (mine, theirs) in self.timeouts.iter().zip(&other.timeouts) {
@@ -68,7 +73,7 @@ impl Config {
 
     /// Graceful-shutdown deadline.
     pub fn shutdown_timeout(&self) -> Duration {
-        self.live.timeout(SHUTDOWN)
+        self.live.shutdown_timeout()
     }
 
     /// Largest request body read and discarded on GET/HEAD.

@@ -270,3 +270,29 @@ fn amped_sys_uid() -> u32 {
         .and_then(|l| l.split_whitespace().nth(1).and_then(|u| u.parse().ok()))
         .unwrap_or(u32::MAX)
 }
+
+/// A log that cannot be written (a full disk: `/dev/full`) is reported once in the error
+/// log with its path, and serving goes on.
+#[test]
+fn a_full_disk_under_the_access_log_is_reported_once() {
+    if !Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full");
+        return;
+    }
+    let logs = Logs::new("");
+    let args = ["--access-log", "/dev/full", "--error-log", logs.error.to_str().unwrap()];
+    let mut s = Server::start(&["--arch", "amped"], &args, fill);
+    for _ in 0..5 {
+        s.get("/a.txt").assert_status(200);
+        thread::sleep(Duration::from_millis(100));
+    }
+    let wanted = "access log /dev/full: no space left on device; lines are being lost";
+    assert!(
+        eventually(Duration::from_secs(3), || read(&logs.error).contains(wanted)),
+        "{}",
+        read(&logs.error)
+    );
+    thread::sleep(Duration::from_millis(500));
+    assert_eq!(read(&logs.error).matches(wanted).count(), 1, "{}", read(&logs.error));
+    s.assert_alive();
+}
