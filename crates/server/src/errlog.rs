@@ -282,25 +282,17 @@ pub fn format_line(t: SystemTime, level: Level, args: fmt::Arguments<'_>) -> Str
     line
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` (UTC), from days since the epoch (H. Hinnant's civil_from_days).
+/// `YYYY-MM-DDTHH:MM:SSZ` (UTC), rearranged from the HTTP date (`Tue, 10 Oct 2000 13:55:36
+/// GMT`) as the access log rearranges it into its own format.
 fn iso_time(t: SystemTime) -> String {
-    let secs = t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = ((secs / 86400) as i64, secs % 86400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    const MONTHS: [&str; 12] =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let http = amped_http::fmt_http_date(t);
+    let p: Vec<&str> = http.split(' ').collect();
+    match (p.len(), p.get(2).and_then(|m| MONTHS.iter().position(|x| x == m))) {
+        (6, Some(m)) => format!("{}-{:02}-{}T{}Z", p[3], m + 1, p[1], p[4]),
+        _ => http,
+    }
 }
 
 /// Writes an error-log line at level `error` (takes `format!` arguments); see [`errlog`](crate::errlog).

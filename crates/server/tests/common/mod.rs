@@ -286,6 +286,20 @@ pub fn run_expecting_exit(args: &[OsString]) -> (ExitStatus, String, String) {
     (status, text(&out), text(&err))
 }
 
+/// Poll `cond` every 50 ms for up to `limit`.
+pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Deterministic pseudo-random bytes (xorshift), for binary files.
 pub fn pseudo_random(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;

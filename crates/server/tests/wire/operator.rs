@@ -5,27 +5,13 @@
 use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BIG: usize = 1 << 20;
 
 fn fill(root: &Path) {
     write(root, "a.txt", "AAAA");
     write(root, "big.bin", pseudo_random(BIG, 7));
-}
-
-/// Poll `cond` for up to `limit`.
-fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn read(p: &Path) -> String {
