@@ -225,7 +225,7 @@ impl Outgoing {
     ) -> bool {
         match residency::is_resident(&file.file, pos, chunk) {
             Ok(false) => {
-                bump(&p.stats.residency_misses());
+                bump(p.stats.residency_misses());
                 p.caches.pages.note_miss(file.size);
                 false
             }

@@ -109,7 +109,7 @@ impl Gate {
                 return false;
             }
             if !paused {
-                bump(&self.stats.accept_pauses());
+                bump(self.stats.accept_pauses());
                 paused = true;
             }
             open = self.freed.wait_timeout(open, TICK).unwrap_or_else(|p| p.into_inner()).0;
@@ -121,8 +121,8 @@ impl Gate {
     pub fn admit(self: &Arc<Self>, sock: TcpStream, peer: SocketAddr) -> Connection {
         let sock = Arc::new(sock);
         let key = lock(&self.open).insert(sock.clone());
-        bump(&self.stats.connections_accepted());
-        bump(&self.stats.connections_open());
+        bump(self.stats.connections_accepted());
+        bump(self.stats.connections_open());
         Connection { sock, peer, key, gate: self.clone() }
     }
 
@@ -164,7 +164,7 @@ impl Drop for Connection {
     fn drop(&mut self) {
         lock(&self.gate.open).remove(self.key);
         self.gate.freed.notify_all();
-        drop_one(&self.gate.stats.connections_open());
+        drop_one(self.gate.stats.connections_open());
     }
 }
 
@@ -200,7 +200,7 @@ pub fn next_connection(
                 ) => {}
             Err(e) if is_fd_exhaustion(&e) => {
                 crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
-                bump(&gate.stats.accept_pauses());
+                bump(gate.stats.accept_pauses());
                 std::thread::sleep(ACCEPT_BACKOFF);
             }
             Err(_) => {} // ECONNABORTED and friends: the client gave up
@@ -266,7 +266,7 @@ impl Blocking<'_> {
             loop {
                 match step {
                     Step::Block(job) => {
-                        bump(&p.stats.jobs_inline());
+                        bump(p.stats.jobs_inline());
                         step = p.resume(&mut self.state, p.run_job(job));
                     }
                     Step::Respond(resp) => {
@@ -308,7 +308,7 @@ impl Blocking<'_> {
                     }
                     if now >= deadline || self.stop.expired() {
                         if now >= deadline {
-                            bump(&p.stats.timeouts());
+                            bump(p.stats.timeouts());
                             crate::errlog::info!(
                                 "{}: no send progress for {:?}; connection closed",
                                 self.state.peer,
@@ -322,7 +322,7 @@ impl Blocking<'_> {
                 SendOutcome::NotResident(job) => {
                     // Only with the residency test on (it is off here); the read-ahead runs inline.
                     p.count_cold_chunk(&job);
-                    bump(&p.stats.jobs_inline());
+                    bump(p.stats.jobs_inline());
                     out.resume(p.run_job(job));
                 }
                 SendOutcome::Failed(_) => {
@@ -377,7 +377,7 @@ impl Blocking<'_> {
     /// gets a 408 (as from the event loop's sweep), then the connection closes.
     fn timed_out(&mut self) {
         let p = self.pipeline;
-        bump(&p.stats.timeouts());
+        bump(p.stats.timeouts());
         if self.phase == Phase::Head && self.state.has_partial_request() {
             let mut out = Outgoing::new(p.timeout_response(self.state.peer, &self.state.inbuf));
             let _ = out.send(self.sock, self.opts, p);

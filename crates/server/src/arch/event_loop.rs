@@ -164,8 +164,8 @@ impl<R: JobRunner> EventLoop<R> {
             deadline,
             interest: None,
         });
-        bump(&self.pipeline.stats.connections_accepted());
-        bump(&self.pipeline.stats.connections_open());
+        bump(self.pipeline.stats.connections_accepted());
+        bump(self.pipeline.stats.connections_open());
         self.drive(key, None);
     }
 
@@ -175,7 +175,7 @@ impl<R: JobRunner> EventLoop<R> {
                 let _ = self.poller.delete(l);
             }
             self.listening = false;
-            bump(&self.pipeline.stats.accept_pauses());
+            bump(self.pipeline.stats.accept_pauses());
         }
         self.accept_paused_until = until;
     }
@@ -363,7 +363,7 @@ impl<R: JobRunner> EventLoop<R> {
                 // Abandoned mid-response: log what was sent.
                 self.pipeline.complete(&out.resp, out.body_sent());
             }
-            drop_one(&self.pipeline.stats.connections_open());
+            drop_one(self.pipeline.stats.connections_open());
         }
     }
 
@@ -384,7 +384,7 @@ impl<R: JobRunner> EventLoop<R> {
                     self.pipeline.cfg.send_timeout()
                 );
             }
-            bump(&self.pipeline.stats.timeouts());
+            bump(self.pipeline.stats.timeouts());
             self.close(key);
         }
     }

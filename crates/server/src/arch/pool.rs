@@ -52,7 +52,7 @@ pub fn run(
         match queue.try_send(conn) {
             Ok(()) => {}
             Err(TrySendError::Full(conn)) => {
-                bump(&pipeline.stats.queue_overflows());
+                bump(pipeline.stats.queue_overflows());
                 refuse(&pipeline, conn);
                 overflow.note(cfg.threads, cfg.queue);
             }

@@ -394,12 +394,12 @@ impl Pipeline {
         };
         match translation {
             Some(t) => {
-                bump(&self.stats.path_cache_hits());
+                bump(self.stats.path_cache_hits());
                 self.after_translation(c, req, t)
             }
             None => {
                 if self.caches.paths.is_some() {
-                    bump(&self.stats.path_cache_misses());
+                    bump(self.stats.path_cache_misses());
                 }
                 self.park(c, req, url_path, None)
             }
@@ -442,10 +442,10 @@ impl Pipeline {
                 let path = self.choose_variant(&mut req, &path, variants);
                 if self.caches.files.is_some() {
                     if let Some(entry) = self.revalidated_file(&path, Instant::now()) {
-                        bump(&self.stats.file_cache_hits());
+                        bump(self.stats.file_cache_hits());
                         return Step::Respond(self.serve_file(&req, entry));
                     }
-                    bump(&self.stats.file_cache_misses());
+                    bump(self.stats.file_cache_misses());
                 }
                 let url_path = req.target.as_ref().map(|t| t.to_url_path()).unwrap_or_default();
                 self.park(c, req, url_path, Some(Translation::File(path, EncodingSet::EMPTY)))
@@ -492,9 +492,9 @@ impl Pipeline {
 
     /// Counts a job for a cold body chunk (and whether it fills a pipe).
     pub fn count_cold_chunk(&self, job: &Job) {
-        bump(&self.stats.readahead_jobs());
+        bump(self.stats.readahead_jobs());
         if matches!(job, Job::Fill { .. }) {
-            bump(&self.stats.pipe_fills());
+            bump(self.stats.pipe_fills());
         }
     }
 

@@ -120,7 +120,7 @@ impl super::Pipeline {
         };
         let mut c = lock(cache);
         if let Some(lines) = c.get(f, ctx) {
-            crate::stats::bump(&self.stats.header_cache_hits());
+            crate::stats::bump(self.stats.header_cache_hits());
             return lines;
         }
         let lines: Arc<[u8]> = file_header_lines(f, ctx, opts, self.cfg.server_header.as_deref()).into();
@@ -196,7 +196,7 @@ impl super::Pipeline {
         head: Vec<u8>,
         body: Body,
     ) -> Response {
-        crate::stats::bump(&self.stats.requests());
+        crate::stats::bump(self.stats.requests());
         let log = self.log.enabled().then(|| {
             Box::new(LogRecord {
                 peer: req.peer.ip(),

@@ -192,7 +192,7 @@ impl UringLoop {
         if self.conns.len() >= self.pipeline.cfg.max_connections {
             if !self.at_cap {
                 self.at_cap = true;
-                bump(&self.pipeline.stats.accept_pauses());
+                bump(self.pipeline.stats.accept_pauses());
             }
             return;
         }
@@ -215,7 +215,7 @@ impl UringLoop {
             Ok((sock, peer)) => self.register(sock, peer),
             Err(e) if is_fd_exhaustion(&e) => {
                 crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
-                bump(&self.pipeline.stats.accept_pauses());
+                bump(self.pipeline.stats.accept_pauses());
                 self.accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
             }
             Err(_) => {} // ECONNABORTED and friends: the client gave up
@@ -239,8 +239,8 @@ impl UringLoop {
             opening: None,
             dozing: false,
         });
-        bump(&self.pipeline.stats.connections_accepted());
-        bump(&self.pipeline.stats.connections_open());
+        bump(self.pipeline.stats.connections_accepted());
+        bump(self.pipeline.stats.connections_open());
         self.advance(key);
     }
 
@@ -296,7 +296,7 @@ impl UringLoop {
                 c.phase = Phase::Parked;
                 let cold = !residency::is_resident(&file.file, offset, max as u64).unwrap_or(true);
                 if cold {
-                    bump(&self.pipeline.stats.residency_misses());
+                    bump(self.pipeline.stats.residency_misses());
                     if !self.gate.try_start() {
                         let since = out.since;
                         return self.gate.wait(since, ColdRead { token, file, offset, max, buf });
@@ -546,7 +546,7 @@ impl UringLoop {
                 self.start_waiting_reads();
             }
         }
-        drop_one(&self.pipeline.stats.connections_open());
+        drop_one(self.pipeline.stats.connections_open());
     }
 
     /// Submits the oldest waiting cold reads while disk slots are free, skipping those whose
@@ -591,7 +591,7 @@ impl UringLoop {
             .map(|(k, _)| k)
             .collect();
         for key in expired {
-            bump(&self.pipeline.stats.timeouts());
+            bump(self.pipeline.stats.timeouts());
             let c = &mut self.conns[key];
             match c.op {
                 Some(op) if c.phase == Phase::Head && c.partial && c.out.is_none() => {
