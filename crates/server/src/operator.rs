@@ -214,6 +214,7 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         small_file_bytes => "--small-file-bytes",
         page_yield_above => "--page-yield-above",
         max_connections => "--max-connections",
+        stages => "--stage-queue/--stage-threads-max/--stage-batch-max",
         limits => "--max-head-bytes/--max-uri-bytes",
         dotfiles => "--dotfiles",
         follow_outside_symlinks => "--follow-outside-symlinks",

@@ -613,7 +613,7 @@ impl UringLoop {
             // have their pages (they are scattered through the heap, so they would stay).
             amped_sys::memory::trim_heap();
         }
-        let keepalive = self.pipeline.cfg.keepalive_timeout;
+        let keepalive = self.pipeline.cfg.keepalive_timeout();
         for (_, c) in self.conns.iter_mut() {
             let idle_since = c.deadline.checked_sub(keepalive);
             if c.phase == Phase::Idle
