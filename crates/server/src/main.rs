@@ -5,7 +5,7 @@ use amped::access_log::AccessLogger;
 use amped::arch::{self, Server};
 use amped::config::{Args, Config};
 use amped::errlog;
-use amped::operator::{OperatorSignals, Reloader};
+use amped::operator::{self, OperatorSignals, Reloader};
 use amped::sd_notify;
 use amped::stats::Stats;
 use amped::stats_listener;
@@ -87,6 +87,8 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
         sd_notify::ready();
     }
     let result = arch::serve(&server, listeners.sockets);
+    let level = if worker { errlog::Level::Debug } else { errlog::Level::Notice };
+    operator::announce_shutdown(level, "serving ended");
     if let Some(t) = stats_thread {
         server.shutdown.store(true, std::sync::atomic::Ordering::Relaxed); // (if serve failed)
         let _ = t.join();

@@ -78,18 +78,22 @@ impl OperatorSignals {
                         reloader.reopen_logs();
                         counts.reopens.fetch_add(1, Ordering::Relaxed);
                     }
-                    _ => {
-                        let level = reloader.notice_level();
-                        errlog::write(
-                            level,
-                            format_args!("graceful shutdown begins (signal {sig})"),
-                        );
-                        sd_notify::stopping();
-                    }
+                    _ => announce_shutdown(reloader.notice_level(), &format!("signal {sig}")),
                 }
             }
         })?;
         Ok(SignalThread { handle, thread })
+    }
+}
+
+/// Says, once, that a graceful shutdown begins: in the error log and to systemd. The signal
+/// thread calls it on SIGTERM/SIGINT/SIGQUIT; `main` calls it again when serving has ended,
+/// in case the loops noticed the shutdown flag before the signal thread woke up.
+pub fn announce_shutdown(level: Level, why: &str) {
+    static ANNOUNCED: AtomicBool = AtomicBool::new(false);
+    if !ANNOUNCED.swap(true, Ordering::Relaxed) {
+        errlog::write(level, format_args!("graceful shutdown begins ({why})"));
+        sd_notify::stopping();
     }
 }
 
