@@ -139,14 +139,15 @@ mod tests {
             ..ResponseOptions::default()
         };
         let br = HeadContext { encoding: Some(Encoding::Brotli), vary: true, cache_rule: Some(0) };
-        let text = String::from_utf8(file_header_lines(&entry, br, &opts)).unwrap();
+        let text = String::from_utf8(file_header_lines(&entry, br, &opts, Some("amped"))).unwrap();
         assert!(text.contains("Content-Type: text/javascript; charset=utf-8\r\n"), "{text}");
         for want in ["Content-Encoding: br\r\n", "Vary: Accept-Encoding\r\n", "-br\"\r\n"] {
             assert!(text.contains(want), "{want:?} in {text}");
         }
         assert!(text.contains("Cache-Control: max-age=60\r\nX-A: 1\r\n"), "{text}");
         let plain = HeadContext::default();
-        let text = String::from_utf8(file_header_lines(&entry, plain, &opts)).unwrap();
+        let text =
+            String::from_utf8(file_header_lines(&entry, plain, &opts, Some("amped"))).unwrap();
         assert!(!text.contains("Cache-Control") && !text.contains("Vary"), "{text}");
         let mut c = HeaderCache::new(4);
         c.put(&entry, br, b"br\r\n".as_slice().into());

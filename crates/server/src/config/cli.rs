@@ -240,9 +240,8 @@ impl Args {
             stats_path,
             precompressed,
             cors_origin,
-            spa_fallback
-            stats_listen,
-            stats_path
+            spa_fallback,
+            stats_listen
         );
         macro_rules! list {
             ($($f:ident),*) => { $( if self.$f.is_empty() { self.$f = file.$f; } )* };

@@ -2,9 +2,9 @@
 //! a [`Config`] the rest of the server reads and never second-guesses.
 
 pub mod cli;
-pub mod response;
 mod listen;
 mod live;
+pub mod response;
 
 use crate::errlog::Level;
 use amped_http::Limits;
@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use cli::Args;
-pub use response::ResponseOptions;
 pub use listen::ListenAddr;
 pub use live::Live;
+pub use response::ResponseOptions;
 
 /// The concurrency architectures. Each drives the same request pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -123,7 +123,8 @@ impl super::Pipeline {
             crate::stats::bump(self.stats.header_cache_hits());
             return lines;
         }
-        let lines: Arc<[u8]> = file_header_lines(f, ctx, opts, self.cfg.server_header.as_deref()).into();
+        let lines: Arc<[u8]> =
+            file_header_lines(f, ctx, opts, self.cfg.server_header.as_deref()).into();
         c.put(f, ctx, lines.clone());
         lines
     }
