@@ -224,6 +224,11 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         follow_outside_symlinks => "--follow-outside-symlinks",
         listing => "--listing",
         stats_path => "--stats-path",
+        response.precompressed => "--precompressed",
+        response.cache_control => "--cache-control",
+        response.common_headers => "--add-header/--cors-origin/--security-headers",
+        response.error_pages => "--error-page",
+        response.spa_fallback => "--spa-fallback",
         stats_listen => "--stats-listen",
         server_header => "--server-header",
     );
