@@ -114,10 +114,12 @@ impl Server {
             let mut first = Some(first_tx);
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
+                // Kept before the first line is announced, so stdout_lines() has it as soon
+                // as start() returns.
+                lines.lock().unwrap().push(line.clone());
                 if let Some(tx) = first.take() {
-                    let _ = tx.send(line.clone());
+                    let _ = tx.send(line);
                 }
-                lines.lock().unwrap().push(line);
             }
         });
         let mut server = Server {
