@@ -11,8 +11,12 @@ pub mod access_log;
 pub mod arch;
 pub mod cache;
 pub mod config;
+pub mod errlog;
+pub mod operator;
 pub mod pipeline;
+pub mod sd_notify;
 pub mod stats;
+pub mod stats_listener;
 pub mod transmit;
 
 /// The `Server` header value.

@@ -1,60 +1,131 @@
-//! The `amped` binary: parse options, open the listener, serve until SIGTERM/SIGINT.
+//! The `amped` binary: parse options, open the listener, serve until SIGTERM/SIGINT/SIGQUIT
+//! (SIGHUP reloads, SIGUSR1 re-opens the logs: see `amped::operator`).
 
 use amped::access_log::AccessLogger;
 use amped::arch::{self, Server};
 use amped::config::{Args, Config};
+use amped::errlog;
+use amped::operator::{self, OperatorSignals, Reloader};
+use amped::sd_notify;
 use amped::stats::Stats;
+use amped::stats_listener;
 use clap::Parser;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 fn main() -> ExitCode {
+    // First of all: from here on no signal can kill the server while it starts.
+    let signals = match OperatorSignals::install() {
+        Ok(s) => s,
+        Err(e) => return fail(&format!("cannot install signal handlers: {e}")),
+    };
     let args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) if !e.use_stderr() => e.exit(), // --help, --version
         Err(e) => return fail(&first_line(&e.to_string())),
     };
-    let cfg = match Config::load(args) {
+    let fd_limit = amped_sys::limits::raise_nofile_limit().unwrap_or(1024);
+    let cfg = match Config::load(args.clone()) {
         Ok(mut c) => {
-            let fds = amped_sys::limits::raise_nofile_limit().unwrap_or(1024);
-            c.fit_descriptors(fds);
-            Arc::new(c)
+            c.fit_descriptors(fd_limit);
+            c
         }
         Err(e) => return fail(&e.to_string()),
     };
-    match run(cfg) {
+    if let Err(e) = errlog::start(&cfg.error_log, cfg.log_level) {
+        return fail(&e.to_string());
+    }
+    let result = run(args, cfg, signals, fd_limit);
+    errlog::finish();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e.to_string()),
     }
 }
 
-fn run(cfg: Arc<Config>) -> std::io::Result<()> {
+fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std::io::Result<()> {
     arch::preflight(&cfg)?;
-    let listeners = arch::open_listeners(&cfg).map_err(|e| {
-        std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", cfg.listen))
-    })?;
-    let (log, log_thread) = AccessLogger::start(&cfg.access_log)?;
-    let shutdown = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register(sig, shutdown.clone())?;
-    }
-    let addr = listeners[0].local_addr()?;
-    if cfg.worker_fd.is_none() {
+    let listeners = arch::open_listeners(&cfg)?;
+    let (stats, stats_fd) = Stats::for_server(&cfg)?;
+    let stats_listener = match cfg.stats_listen {
+        Some(addr) if cfg.worker_fd.is_none() => Some(stats_listener::bind(addr)?),
+        _ => None,
+    };
+    let (log, log_thread) = AccessLogger::start(&cfg.access_log, cfg.access_log_format)?;
+    let worker = cfg.worker_fd.is_some();
+    let names = listeners.names.join(" ");
+    if !worker {
         // (An mp worker, re-executed by its parent, stays quiet: the parent has announced.)
         let mut out = std::io::stdout().lock();
-        writeln!(out, "amped listening on http://{addr}/")?;
+        writeln!(out, "amped listening on {names}")?;
         writeln!(out, "amped: serving {} with arch {}", cfg.root.display(), cfg.arch.name())?;
+        if let Some(l) = &stats_listener {
+            writeln!(out, "amped: stats on http://{}/", l.local_addr()?)?;
+        }
         out.flush()?;
+        announce(&cfg, &names);
     }
-    let server = Server { cfg, stats: Arc::new(Stats::default()), log, shutdown };
-    let result = arch::serve(&server, listeners);
+    let unix_paths = listeners.unix_paths.clone();
+    let shutdown = signals.shutdown.clone();
+    let counts = signals.counts.clone();
+    let reloader = Reloader::new(args, cfg.clone(), log.clone(), fd_limit);
+    let signal_thread = signals.spawn(reloader)?;
+    let server = Server {
+        cfg: Arc::new(cfg),
+        stats: Arc::new(stats),
+        stats_fd,
+        log,
+        shutdown,
+        signals: counts,
+    };
+    let stats_thread = match stats_listener {
+        Some(l) => Some(stats_listener::spawn(l, server.stats.clone(), server.shutdown.clone())?),
+        None => None,
+    };
+    if !worker {
+        sd_notify::ready();
+    }
+    let result = arch::serve(&server, listeners.sockets);
+    let level = if worker { errlog::Level::Debug } else { errlog::Level::Notice };
+    operator::announce_shutdown(level, "serving ended");
+    if let Some(t) = stats_thread {
+        server.shutdown.store(true, std::sync::atomic::Ordering::Relaxed); // (if serve failed)
+        let _ = t.join();
+    }
+    signal_thread.stop();
+    for path in unix_paths {
+        let _ = std::fs::remove_file(path);
+    }
     drop(server); // the last log handle: the writer thread flushes and ends
     if let Some(t) = log_thread {
         let _ = t.join();
     }
+    if !worker {
+        errlog::notice!("stopped");
+    }
     result
+}
+
+/// The start-up summary in the error log, and a warning if the root cannot be read.
+fn announce(cfg: &Config, urls: &str) {
+    errlog::notice!(
+        "amped {} (pid {}) serving {} on {urls} with arch {}; access log {:?}, error log level {}",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id(),
+        cfg.root.display(),
+        cfg.arch.name(),
+        cfg.access_log,
+        cfg.log_level.name()
+    );
+    if let Err(e) = std::fs::read_dir(&cfg.root) {
+        errlog::warn!(
+            "root {} is not readable by uid {}: {}; requests will be answered 403 or 404",
+            cfg.root.display(),
+            amped_sys::process::current_uid(),
+            errlog::reason(&e)
+        );
+    }
 }
 
 fn first_line(msg: &str) -> String {

@@ -1,35 +1,41 @@
-//! Server counters, shared by every thread of a server instance and served as JSON on the
-//! `--stats-path` endpoint. Relaxed atomics: they are statistics, not synchronisation.
+//! Server counters, shared by every thread of a server and served as JSON on the
+//! `--stats-path` endpoint (and `--stats-listen`). Relaxed atomics: they are statistics, not
+//! synchronisation.
+//!
+//! **Per server, not per worker.** Under `mp` the workers are separate processes, so the
+//! parent creates the counters in shared memory (`amped_sys::shared`): one slot of counters
+//! per worker, every worker adding to its own slot, and the JSON document summing all slots —
+//! whichever worker answers, the numbers are the whole server's. A replaced worker takes its
+//! predecessor's slot (its `connections_open` reset to 0; the other counters keep counting).
+//!
 //! Architectures with stages (`staged`) register each stage's gauges here too; they appear
 //! as a `stages` object only when there are any.
 
+use crate::config::{Arch, Config};
+use std::io;
+use std::ops::Deref;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 macro_rules! counters {
     ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
-        /// The counters of one server instance.
-        #[derive(Default, Debug)]
-        pub struct Stats {
-            $($(#[$doc])* pub $name: AtomicU64,)*
-            /// The gauges of each stage, in pipeline order (`staged` only).
-            pub stages: Mutex<Vec<Arc<StageGauges>>>,
-        }
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+        enum Index { $($name,)* COUNT }
+
+        /// How many counters a server has (the size of one slot).
+        pub const COUNTERS: usize = Index::COUNT as usize;
+
+        /// The counters' names, in slot order (the JSON keys).
+        pub const NAMES: [&str; COUNTERS] = [$(stringify!($name)),*];
 
         impl Stats {
-            /// The counters as a JSON object.
-            pub fn to_json(&self) -> String {
-                let mut out = String::from("{");
-                $(
-                    out.push_str(concat!("\"", stringify!($name), "\":"));
-                    out.push_str(&self.$name.load(Ordering::Relaxed).to_string());
-                    out.push(',');
-                )*
-                out.pop();
-                self.stages_json(&mut out);
-                out.push_str("}\n");
-                out
-            }
+            $(
+                $(#[$doc])*
+                pub fn $name(&self) -> &AtomicU64 {
+                    &self.mine[Index::$name as usize]
+                }
+            )*
         }
     };
 }
@@ -70,6 +76,110 @@ counters! {
     /// Requests refused with 503 because a queue was full (`pool`'s connection queue,
     /// a `staged` stage queue).
     queue_overflows,
+}
+
+/// Where counters live: in this process, or in memory shared between processes.
+enum Cells {
+    Own(Box<[AtomicU64]>),
+    Shared(&'static [AtomicU64]),
+}
+
+impl Deref for Cells {
+    type Target = [AtomicU64];
+    fn deref(&self) -> &[AtomicU64] {
+        match self {
+            Cells::Own(b) => b,
+            Cells::Shared(s) => s,
+        }
+    }
+}
+
+/// The counters of one server: this process's slot, and (under `mp`) every slot to sum.
+pub struct Stats {
+    mine: Cells,
+    all: Option<&'static [AtomicU64]>,
+    /// The gauges of each stage, in pipeline order (`staged` only; per process).
+    pub stages: Mutex<Vec<Arc<StageGauges>>>,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats {
+            mine: Cells::Own((0..COUNTERS).map(|_| AtomicU64::new(0)).collect()),
+            all: None,
+            stages: Mutex::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.to_json().trim_end())
+    }
+}
+
+impl Stats {
+    /// The counters of a server configured by `cfg`: its own under every architecture but
+    /// `mp`; there, the parent creates shared memory with a slot per worker plus one for
+    /// itself (returning the descriptor to hand to the workers), and a worker (`--stats-fd`,
+    /// `--worker-index`) maps it and counts in its slot.
+    pub fn for_server(cfg: &Config) -> io::Result<(Stats, Option<OwnedFd>)> {
+        if cfg.arch != Arch::Mp {
+            return Ok((Stats::default(), None));
+        }
+        let len = (cfg.processes + 1) * COUNTERS;
+        let bad = || io::Error::new(io::ErrorKind::InvalidInput, "--worker-index out of range");
+        match cfg.stats_fd {
+            Some(fd) => {
+                let all = amped_sys::shared::adopt_counters(fd, len)?;
+                Ok((Stats::shared_slot(all, cfg.worker_index).ok_or_else(bad)?, None))
+            }
+            None => {
+                let (fd, all) = amped_sys::shared::create_counters(len)?;
+                Ok((Stats::shared_slot(all, cfg.processes).ok_or_else(bad)?, Some(fd)))
+            }
+        }
+    }
+
+    /// The whole shared array (under `mp`), for the parent to reset a dead worker's gauge.
+    pub fn shared_cells(&self) -> Option<&'static [AtomicU64]> {
+        self.all
+    }
+
+    /// The counters of worker `slot` in `all`, a shared array of whole slots (`COUNTERS`
+    /// each); the JSON document sums every slot.
+    pub fn shared_slot(all: &'static [AtomicU64], slot: usize) -> Option<Stats> {
+        let mine = all.get(slot * COUNTERS..(slot + 1) * COUNTERS)?;
+        Some(Stats { mine: Cells::Shared(mine), all: Some(all), stages: Mutex::default() })
+    }
+
+    /// Resets the `connections_open` gauge of `slot` (its worker died with connections
+    /// open, which its replacement does not have).
+    pub fn reset_open_gauge(all: &[AtomicU64], slot: usize) {
+        if let Some(c) = all.get(slot * COUNTERS + Index::connections_open as usize) {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The value of counter `i`, summed over every slot when shared.
+    fn total(&self, i: usize) -> u64 {
+        match self.all {
+            Some(all) => all.chunks_exact(COUNTERS).map(|s| s[i].load(Ordering::Relaxed)).sum(),
+            None => self.mine[i].load(Ordering::Relaxed),
+        }
+    }
+
+    /// The server's counters as a JSON object.
+    pub fn to_json(&self) -> String {
+        let mut out = String::from("{");
+        for (i, name) in NAMES.iter().enumerate() {
+            out.push_str(&format!("\"{name}\":{},", self.total(i)));
+        }
+        out.pop();
+        self.stages_json(&mut out);
+        out.push_str("}\n");
+        out
+    }
 }
 
 macro_rules! gauges {
@@ -158,8 +268,8 @@ mod tests {
     #[test]
     fn json_lists_every_counter() {
         let s = Stats::default();
-        bump(&s.requests);
-        bump(&s.requests);
+        bump(s.requests());
+        bump(s.requests());
         let j = s.to_json();
         assert!(j.starts_with("{\"requests\":2,"), "{j}");
         assert!(j.contains("\"readahead_jobs\":0"));
@@ -178,5 +288,19 @@ mod tests {
         assert_eq!(j["stages"]["resolve"]["threads"], 3);
         assert_eq!(j["stages"]["read"]["queue"], 0);
         assert_eq!(j["requests"], 0);
+    }
+
+    #[test]
+    fn shared_slots_sum() {
+        let all: &'static [AtomicU64] =
+            Box::leak((0..3 * COUNTERS).map(|_| AtomicU64::new(0)).collect());
+        let (a, b) = (Stats::shared_slot(all, 0).unwrap(), Stats::shared_slot(all, 2).unwrap());
+        assert!(Stats::shared_slot(all, 3).is_none());
+        bump(a.requests());
+        bump(b.requests());
+        bump(b.connections_open());
+        assert!(a.to_json().starts_with("{\"requests\":2,"), "{}", a.to_json());
+        Stats::reset_open_gauge(all, 2);
+        assert!(b.to_json().contains("\"connections_open\":0"));
     }
 }

@@ -224,7 +224,7 @@ impl Outgoing {
         }
         if done && p.caches.pages.enabled() {
             let yielded = p.caches.pages.sent(&file);
-            p.stats.page_yields.fetch_add(yielded, std::sync::atomic::Ordering::Relaxed);
+            p.stats.page_yields().fetch_add(yielded, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(done)
     }
@@ -242,7 +242,7 @@ impl Outgoing {
     ) -> bool {
         match residency::is_resident(&file.file, pos, chunk) {
             Ok(false) => {
-                bump(&p.stats.residency_misses);
+                bump(p.stats.residency_misses());
                 p.caches.pages.note_miss(file.size);
                 false
             }

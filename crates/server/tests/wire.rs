@@ -75,8 +75,12 @@ mod conditional_range;
 mod error_pages;
 #[path = "wire/limits_timeouts.rs"]
 mod limits_timeouts;
+#[path = "wire/listeners.rs"]
+mod listeners;
 #[path = "wire/observability.rs"]
 mod observability;
+#[path = "wire/operator.rs"]
+mod operator;
 #[path = "wire/page_yield.rs"]
 mod page_yield;
 #[path = "wire/paths_security.rs"]

@@ -16,7 +16,8 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
-/// Spawns `cmd` as a worker: `listener` stays open in it under the same descriptor number,
+/// Spawns `cmd` as a worker: `listener` (and `also_inherit`, e.g. the shared counters) stays
+/// open in it under the same descriptor number,
 /// it receives SIGTERM when the spawning thread dies (`PR_SET_PDEATHSIG` fires on the exit of
 /// the thread that forked, so spawn from a thread that outlives the worker), and, with `cpu`,
 /// it runs pinned to that CPU if the system allows. Spawning fails if the parent died during
@@ -24,6 +25,7 @@ use std::process::{Child, Command};
 pub fn spawn_worker(
     mut cmd: Command,
     listener: &TcpListener,
+    also_inherit: Option<RawFd>,
     cpu: Option<usize>,
 ) -> io::Result<Child> {
     let fd: RawFd = listener.as_raw_fd();
@@ -43,6 +45,11 @@ pub fn spawn_worker(
         // this child, which owns nothing else under that number; the borrow ends here.
         let listener = unsafe { BorrowedFd::borrow_raw(fd) };
         fcntl_setfd(listener, FdFlags::empty())?;
+        if let Some(extra) = also_inherit {
+            // SAFETY: as above: `extra` was open in the parent when it forked (the caller
+            // holds it), so it is open here; the borrow ends at once.
+            fcntl_setfd(unsafe { BorrowedFd::borrow_raw(extra) }, FdFlags::empty())?;
+        }
         if let Some(set) = &cpus {
             let _ = sched_setaffinity(None, set); // best effort, like the event loops' pinning
         }
@@ -89,6 +96,10 @@ pub enum WorkerSignal {
     Terminate,
     /// Immediate stop.
     Kill,
+    /// Re-read the configuration and re-open the logs (SIGHUP).
+    Reload,
+    /// Re-open the logs (SIGUSR1).
+    ReopenLogs,
 }
 
 /// Sends `sig` to the process `pid` (a worker the caller spawned and has not reaped yet).
@@ -100,6 +111,19 @@ pub fn signal_worker(pid: u32, sig: WorkerSignal) -> io::Result<()> {
     let sig = match sig {
         WorkerSignal::Terminate => Signal::TERM,
         WorkerSignal::Kill => Signal::KILL,
+        WorkerSignal::Reload => Signal::HUP,
+        WorkerSignal::ReopenLogs => Signal::USR1,
     };
     Ok(kill_process(pid, sig)?)
+}
+
+/// The real user id of this process (for messages such as "not readable by uid 65534").
+pub fn current_uid() -> u32 {
+    rustix::process::getuid().as_raw()
+}
+
+/// The monotonic clock in microseconds (systemd's `MONOTONIC_USEC` in a reload notification).
+pub fn monotonic_usec() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    (t.tv_sec as u64) * 1_000_000 + (t.tv_nsec as u64) / 1000
 }

@@ -51,7 +51,7 @@ impl HelperPool {
                 while let Some((token, job)) = take.next() {
                     let run = std::panic::AssertUnwindSafe(|| pipeline.run_job(job));
                     let done = std::panic::catch_unwind(run).unwrap_or(JobDone::Failed);
-                    bump(&pipeline.stats.jobs_helper);
+                    bump(pipeline.stats.jobs_helper());
                     if tx.send((token, done)).is_err() {
                         break;
                     }

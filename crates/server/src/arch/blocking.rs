@@ -17,6 +17,7 @@
 //! the rest in the kernel's backlog) and [`next_connection`].
 
 use crate::cache::lock;
+use crate::config::Config;
 use crate::pipeline::{ConnState, Pipeline, Step};
 use crate::stats::{Stats, bump, drop_one};
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
@@ -40,13 +41,16 @@ const READ_BUF: usize = 16 << 10;
 pub struct Stop {
     flag: Arc<AtomicBool>,
     began: OnceLock<Instant>,
-    grace: Duration,
+    /// Holds the (live) shutdown timeout, read when shutdown begins.
+    live: Arc<crate::config::Live>,
+    grace: OnceLock<Duration>,
 }
 
 impl Stop {
-    /// Watches `flag` (set by SIGTERM/SIGINT); in-flight work may take `grace` after it is set.
-    pub fn new(flag: Arc<AtomicBool>, grace: Duration) -> Self {
-        Stop { flag, began: OnceLock::new(), grace }
+    /// Watches `flag` (set by SIGTERM/SIGINT/SIGQUIT); in-flight work may take the
+    /// configuration's shutdown timeout (as it is when shutdown begins) after it is set.
+    pub fn new(flag: Arc<AtomicBool>, cfg: &Config) -> Self {
+        Stop { flag, began: OnceLock::new(), live: cfg.live.clone(), grace: OnceLock::new() }
     }
 
     /// True once shutdown has begun: finish what is in flight, take nothing new.
@@ -60,7 +64,8 @@ impl Stop {
 
     /// When in-flight work must be abandoned (`None` before shutdown began).
     pub fn deadline(&self) -> Option<Instant> {
-        self.draining().then(|| *self.began.get_or_init(Instant::now) + self.grace)
+        let grace = || *self.grace.get_or_init(|| self.live.shutdown_timeout());
+        self.draining().then(|| *self.began.get_or_init(Instant::now) + grace())
     }
 
     /// True once the shutdown deadline has passed.
@@ -104,7 +109,7 @@ impl Gate {
                 return false;
             }
             if !paused {
-                bump(&self.stats.accept_pauses);
+                bump(self.stats.accept_pauses());
                 paused = true;
             }
             open = self.freed.wait_timeout(open, TICK).unwrap_or_else(|p| p.into_inner()).0;
@@ -116,8 +121,8 @@ impl Gate {
     pub fn admit(self: &Arc<Self>, sock: TcpStream, peer: SocketAddr) -> Connection {
         let sock = Arc::new(sock);
         let key = lock(&self.open).insert(sock.clone());
-        bump(&self.stats.connections_accepted);
-        bump(&self.stats.connections_open);
+        bump(self.stats.connections_accepted());
+        bump(self.stats.connections_open());
         Connection { sock, peer, key, gate: self.clone() }
     }
 
@@ -159,7 +164,7 @@ impl Drop for Connection {
     fn drop(&mut self) {
         lock(&self.gate.open).remove(self.key);
         self.gate.freed.notify_all();
-        drop_one(&self.gate.stats.connections_open);
+        drop_one(self.gate.stats.connections_open());
     }
 }
 
@@ -181,7 +186,7 @@ pub fn next_connection(
         if !gate.wait_for_slot(stop) {
             return None;
         }
-        match listener.accept() {
+        match amped_sys::listen::accept_blocking(listener) {
             Ok((sock, peer)) => {
                 if stop.draining() {
                     return None;
@@ -194,8 +199,8 @@ pub fn next_connection(
                     ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                 ) => {}
             Err(e) if is_fd_exhaustion(&e) => {
-                eprintln!("amped: accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
-                bump(&gate.stats.accept_pauses);
+                crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                bump(gate.stats.accept_pauses());
                 std::thread::sleep(ACCEPT_BACKOFF);
             }
             Err(_) => {} // ECONNABORTED and friends: the client gave up
@@ -241,7 +246,7 @@ pub fn serve(pipeline: &Pipeline, conn: Connection, stop: &Stop) {
         state: ConnState::new(conn.peer),
         stop,
         phase: Phase::Head,
-        deadline: Instant::now() + pipeline.cfg.header_timeout,
+        deadline: Instant::now() + pipeline.cfg.header_timeout(),
         // This thread may block on the disk, so the residency test would only add a syscall.
         opts: SendOptions {
             zero_copy: pipeline.cfg.opt.zero_copy,
@@ -261,7 +266,7 @@ impl Blocking<'_> {
             loop {
                 match step {
                     Step::Block(job) => {
-                        bump(&p.stats.jobs_inline);
+                        bump(p.stats.jobs_inline());
                         step = p.resume(&mut self.state, p.run_job(job));
                     }
                     Step::Respond(resp) => {
@@ -286,7 +291,7 @@ impl Blocking<'_> {
     /// Sends a response; true if the connection stays open for the next request.
     fn send(&mut self, mut out: Outgoing) -> bool {
         let p = self.pipeline;
-        let mut deadline = Instant::now() + p.cfg.send_timeout;
+        let mut deadline = Instant::now() + p.cfg.send_timeout();
         let mut sent = out.body_sent();
         loop {
             match out.send(self.sock, self.opts, p) {
@@ -299,11 +304,16 @@ impl Blocking<'_> {
                     let now = Instant::now();
                     if out.body_sent() != sent {
                         sent = out.body_sent();
-                        deadline = now + p.cfg.send_timeout;
+                        deadline = now + p.cfg.send_timeout();
                     }
                     if now >= deadline || self.stop.expired() {
                         if now >= deadline {
-                            bump(&p.stats.timeouts);
+                            bump(p.stats.timeouts());
+                            crate::errlog::info!(
+                                "{}: no send progress for {:?}; connection closed",
+                                self.state.peer,
+                                p.cfg.send_timeout()
+                            );
                         }
                         p.complete(&out.resp, out.body_sent());
                         return false;
@@ -312,7 +322,7 @@ impl Blocking<'_> {
                 SendOutcome::NotResident(job) => {
                     // Only with the residency test on (it is off here); the read-ahead runs inline.
                     p.count_cold_chunk(&job);
-                    bump(&p.stats.jobs_inline);
+                    bump(p.stats.jobs_inline());
                     out.resume(p.run_job(job));
                 }
                 SendOutcome::Failed(_) => {
@@ -330,7 +340,7 @@ impl Blocking<'_> {
         if phase != self.phase {
             self.phase = phase;
             let timeout =
-                if phase == Phase::Idle { cfg.keepalive_timeout } else { cfg.header_timeout };
+                if phase == Phase::Idle { cfg.keepalive_timeout() } else { cfg.header_timeout() };
             self.deadline = Instant::now() + timeout;
         }
         loop {
@@ -367,9 +377,9 @@ impl Blocking<'_> {
     /// gets a 408 (as from the event loop's sweep), then the connection closes.
     fn timed_out(&mut self) {
         let p = self.pipeline;
-        bump(&p.stats.timeouts);
+        bump(p.stats.timeouts());
         if self.phase == Phase::Head && self.state.has_partial_request() {
-            let mut out = Outgoing::new(p.timeout_response(self.state.peer));
+            let mut out = Outgoing::new(p.timeout_response(self.state.peer, &self.state.inbuf));
             let _ = out.send(self.sock, self.opts, p);
             p.complete(&out.resp, out.body_sent());
         }

@@ -105,7 +105,7 @@ impl<R: JobRunner> EventLoop<R> {
         let mut ready: Vec<Ready> = Vec::with_capacity(1024);
         let mut life = Lifecycle::new();
         loop {
-            if life.shutdown_begins(shutdown, self.pipeline.cfg.shutdown_timeout) {
+            if life.shutdown_begins(shutdown, self.pipeline.cfg.shutdown_timeout()) {
                 self.begin_drain();
             }
             if life.should_stop(self.conns.is_empty()) {
@@ -124,7 +124,7 @@ impl<R: JobRunner> EventLoop<R> {
             if life.sweep_due(now) {
                 self.sweep(now);
                 let yielded = self.pipeline.caches.pages.release_due(now);
-                self.pipeline.stats.page_yields.fetch_add(yielded, Ordering::Relaxed);
+                self.pipeline.stats.page_yields().fetch_add(yielded, Ordering::Relaxed);
             }
             self.maybe_resume_accepting(now);
         }
@@ -141,7 +141,7 @@ impl<R: JobRunner> EventLoop<R> {
                 Ok((sock, peer)) => self.register(sock, peer),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if is_fd_exhaustion(&e) => {
-                    eprintln!("amped: accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                    crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
                     self.pause_accepting(Some(Instant::now() + ACCEPT_BACKOFF));
                     return;
                 }
@@ -154,7 +154,7 @@ impl<R: JobRunner> EventLoop<R> {
     /// has usually arrived with the handshake, so it is read without waiting for epoll.
     fn register(&mut self, sock: TcpStream, peer: std::net::SocketAddr) {
         self.next_gen = self.next_gen.wrapping_add(1);
-        let deadline = Instant::now() + self.pipeline.cfg.header_timeout;
+        let deadline = Instant::now() + self.pipeline.cfg.header_timeout();
         let key = self.conns.insert(Conn {
             sock,
             state: ConnState::new(peer),
@@ -164,8 +164,8 @@ impl<R: JobRunner> EventLoop<R> {
             deadline,
             interest: None,
         });
-        bump(&self.pipeline.stats.connections_accepted);
-        bump(&self.pipeline.stats.connections_open);
+        bump(self.pipeline.stats.connections_accepted());
+        bump(self.pipeline.stats.connections_open());
         self.drive(key, None);
     }
 
@@ -175,7 +175,7 @@ impl<R: JobRunner> EventLoop<R> {
                 let _ = self.poller.delete(l);
             }
             self.listening = false;
-            bump(&self.pipeline.stats.accept_pauses);
+            bump(self.pipeline.stats.accept_pauses());
         }
         self.accept_paused_until = until;
     }
@@ -363,7 +363,7 @@ impl<R: JobRunner> EventLoop<R> {
                 // Abandoned mid-response: log what was sent.
                 self.pipeline.complete(&out.resp, out.body_sent());
             }
-            drop_one(&self.pipeline.stats.connections_open);
+            drop_one(self.pipeline.stats.connections_open());
         }
     }
 
@@ -373,12 +373,18 @@ impl<R: JobRunner> EventLoop<R> {
         for key in expired {
             let conn = &self.conns[key];
             if conn.phase == Phase::Head && conn.state.has_partial_request() && conn.out.is_none() {
-                let resp = self.pipeline.timeout_response(conn.state.peer);
+                let resp = self.pipeline.timeout_response(conn.state.peer, &conn.state.inbuf);
                 let mut out = Outgoing::new(resp);
                 let _ = out.send(&conn.sock, self.opts, &self.pipeline);
                 self.pipeline.complete(&out.resp, out.body_sent());
+            } else if conn.phase == Phase::Send {
+                crate::errlog::info!(
+                    "{}: no send progress for {:?}; connection closed",
+                    conn.state.peer,
+                    self.pipeline.cfg.send_timeout()
+                );
             }
-            bump(&self.pipeline.stats.timeouts);
+            bump(self.pipeline.stats.timeouts());
             self.close(key);
         }
     }

@@ -30,9 +30,9 @@ impl Phase {
     /// When a connection entering this phase at `now` times out.
     pub fn deadline(self, cfg: &Config, now: Instant) -> Instant {
         match self {
-            Phase::Head => now + cfg.header_timeout,
-            Phase::Idle => now + cfg.keepalive_timeout,
-            Phase::Send => now + cfg.send_timeout,
+            Phase::Head => now + cfg.header_timeout(),
+            Phase::Idle => now + cfg.keepalive_timeout(),
+            Phase::Send => now + cfg.send_timeout(),
             Phase::Parked | Phase::Served => now + Duration::from_secs(365 * 24 * 3600),
         }
     }

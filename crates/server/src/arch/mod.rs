@@ -17,12 +17,14 @@ pub mod staged;
 pub mod uring;
 
 use crate::access_log::AccessLogger;
-use crate::config::{Arch, Config};
+use crate::config::{Arch, Config, ListenAddr};
+use crate::operator::SignalCounts;
 use crate::pipeline::Pipeline;
 use crate::stats::Stats;
 use amped_sys::listen::{ListenOptions, bind};
 use std::io;
 use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -32,10 +34,14 @@ pub struct Server {
     pub cfg: Arc<Config>,
     /// Shared counters.
     pub stats: Arc<Stats>,
+    /// Under `mp`, in the parent: the shared counters' memory file, for the workers.
+    pub stats_fd: Option<std::os::fd::OwnedFd>,
     /// Access log handle.
     pub log: AccessLogger,
-    /// Set by SIGTERM/SIGINT.
+    /// Set by SIGTERM/SIGINT/SIGQUIT.
     pub shutdown: Arc<AtomicBool>,
+    /// Reloads and log re-opens done so far (the `mp` parent forwards them to its workers).
+    pub signals: Arc<SignalCounts>,
 }
 
 impl Server {
@@ -45,22 +51,86 @@ impl Server {
     }
 }
 
-/// Opens the listener(s): one, or `instances` sharing the port through SO_REUSEPORT.
-/// An `mp` worker (`--worker-fd`) adopts the listener its parent opened instead.
-pub fn open_listeners(cfg: &Config) -> io::Result<Vec<TcpListener>> {
+/// The listening sockets of a server and what to call them.
+pub struct Listeners {
+    /// One socket per serving loop: each address once per instance.
+    pub sockets: Vec<TcpListener>,
+    /// Each address once, as a user would write it (`http://127.0.0.1:8080/`,
+    /// `unix:/run/amped.sock`), with the port the kernel chose for `:0`.
+    pub names: Vec<String>,
+    /// Unix socket files this server created (removed at exit).
+    pub unix_paths: Vec<PathBuf>,
+}
+
+/// Opens the listeners: every `--listen` address (or the sockets systemd passed, when
+/// socket-activated), each once per `--instances` (TCP: sharing the port through
+/// SO_REUSEPORT; Unix and systemd sockets: the same socket shared). An `mp` worker
+/// (`--worker-fd`) adopts the listener its parent opened instead.
+pub fn open_listeners(cfg: &Config) -> io::Result<Listeners> {
     if let Some(fd) = cfg.worker_fd {
-        return Ok(vec![amped_sys::process::inherited_listener(fd)?]);
+        let l = amped_sys::process::inherited_listener(fd)?;
+        return Ok(Listeners { names: vec![describe(&l)], sockets: vec![l], unix_paths: vec![] });
     }
     let n = if cfg.arch.takes_instances() { cfg.instances } else { 1 };
-    let opts =
-        ListenOptions { reuse_port: n > 1, nonblocking: cfg.arch.is_event_driven(), backlog: 4096 };
-    let first = bind(cfg.listen, opts)?;
-    let addr: SocketAddr = first.local_addr()?;
-    let mut all = vec![first];
-    for _ in 1..n {
-        all.push(bind(addr, opts)?);
+    let nonblocking = cfg.arch.is_event_driven();
+    let opts = ListenOptions { reuse_port: n > 1, nonblocking, backlog: 4096 };
+    let mut out = Listeners { sockets: vec![], names: vec![], unix_paths: vec![] };
+    let activated = amped_sys::listen::systemd_listeners()?;
+    if !activated.is_empty() {
+        if cfg.arch == Arch::Mp && activated.len() > 1 {
+            return Err(io::Error::other("--arch mp serves one socket; systemd passed several"));
+        }
+        for l in activated {
+            l.set_nonblocking(nonblocking)?;
+            out.add_shared(l, n)?;
+        }
+        return Ok(out);
     }
-    Ok(all)
+    for addr in &cfg.listen {
+        let named =
+            |e: io::Error| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}"));
+        match addr {
+            ListenAddr::Tcp(a) => {
+                let first = bind(*a, opts).map_err(named)?;
+                let bound: SocketAddr = first.local_addr()?;
+                out.names.push(describe(&first));
+                out.sockets.push(first);
+                for _ in 1..n {
+                    out.sockets.push(bind(bound, opts).map_err(named)?);
+                }
+            }
+            ListenAddr::Unix(path) => {
+                let l = amped_sys::listen::bind_unix(path, opts).map_err(named)?;
+                out.unix_paths.push(path.clone());
+                out.add_shared(l, n)?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl Listeners {
+    /// Adds `l`, shared by `n` loops.
+    fn add_shared(&mut self, l: TcpListener, n: usize) -> io::Result<()> {
+        self.names.push(describe(&l));
+        for _ in 1..n {
+            self.sockets.push(l.try_clone()?);
+        }
+        self.sockets.push(l);
+        Ok(())
+    }
+}
+
+/// A listener's address as a user would write it.
+fn describe(l: &TcpListener) -> String {
+    match socket2::SockRef::from(l).local_addr() {
+        Ok(a) => match (a.as_socket(), a.as_pathname()) {
+            (Some(ip), _) => ListenAddr::Tcp(ip).to_string(),
+            (None, Some(path)) => ListenAddr::Unix(path.to_path_buf()).to_string(),
+            (None, None) => "unix:(unnamed)".into(),
+        },
+        Err(e) => format!("(unknown address: {e})"),
+    }
 }
 
 /// Checks, before the server announces itself, that the architecture can run here.
@@ -81,7 +151,7 @@ pub fn serve(server: &Server, listeners: Vec<TcpListener>) -> io::Result<()> {
             Arch::Amped => amped::run(pipeline, listener, &server.shutdown),
             Arch::Mt => mt::run(pipeline, listener, &server.shutdown),
             Arch::Pool => pool::run(pipeline, listener, &server.shutdown),
-            Arch::Mp => mp::run(pipeline, listener, &server.shutdown),
+            Arch::Mp => mp::run(pipeline, listener, server),
             Arch::Uring => uring::run(pipeline, listener, &server.shutdown),
             Arch::Staged => staged::run(pipeline, listener, &server.shutdown),
         }

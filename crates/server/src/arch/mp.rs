@@ -6,9 +6,10 @@
 //! the same arguments plus the hidden `--worker-fd FD`, the listener's descriptor, which the
 //! worker inherits (see `amped_sys::process`). Workers take `accept` in turn (the kernel wakes
 //! one blocked acceptor per connection). Each worker builds its **own** pipeline, so its own
-//! caches — the replicated caches that cost Flash-MP its memory footprint — and its own
-//! counters: the stats endpoint of an `mp` server shows the counters of the worker that
-//! answered the request, not of the whole server.
+//! caches — the replicated caches that cost Flash-MP its memory footprint. The counters,
+//! though, are the server's: the parent creates them in shared memory and passes that to
+//! every worker (`--stats-fd`, `--worker-index`), so the stats endpoint sums all workers
+//! whichever one answers (see [`crate::stats`]).
 //!
 //! The parent only supervises: a worker that dies (crash, kill -9, a stray SIGTERM) is
 //! replaced at most once a second per slot, with a line on stderr. SIGTERM/SIGINT to the
@@ -17,18 +18,21 @@
 //! 0. Workers receive SIGTERM if the parent dies (`PR_SET_PDEATHSIG`). With `--pin`, worker i
 //! is pinned to CPU i mod the number of CPUs. Only the parent prints the listening line.
 
+use super::Server;
 use super::blocking::{self, Gate, Stop, TICK};
 use crate::config::Config;
+use crate::operator::SignalCounts;
 use crate::pipeline::Pipeline;
+use crate::stats::Stats;
 use amped_sys::process::{WorkerSignal, signal_worker, spawn_worker};
 use std::ffi::OsString;
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How often the parent looks for dead workers and for the shutdown signal.
@@ -38,26 +42,45 @@ const SUPERVISE_TICK: Duration = Duration::from_millis(100);
 const RESPAWN_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Runs the `mp` architecture: the supervising parent, or (with `--worker-fd`) one worker.
-pub fn run(
-    pipeline: Arc<Pipeline>,
-    listener: TcpListener,
-    shutdown: &Arc<AtomicBool>,
-) -> io::Result<()> {
+pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, server: &Server) -> io::Result<()> {
     blocking::set_accept_tick(&listener)?; // the socket is shared: this sets it for every worker
     if pipeline.cfg.worker_fd.is_some() {
-        serve_worker(&pipeline, &listener, shutdown);
+        serve_worker(&pipeline, &listener, &server.shutdown);
         Ok(())
     } else {
-        Supervisor::start(&pipeline.cfg, listener)?.run(shutdown)
+        let stats = Shared {
+            fd: server.stats_fd.as_ref().map(|f| f.as_raw_fd()),
+            cells: server.stats.shared_cells(),
+        };
+        Supervisor::start(&pipeline.cfg, listener, stats)?.run(&server.shutdown, &server.signals)
     }
+}
+
+/// The shared counters the workers count in (see [`crate::stats`]).
+struct Shared {
+    /// The memory file, passed to each worker.
+    fd: Option<RawFd>,
+    /// The parent's view, to reset a dead worker's gauge.
+    cells: Option<&'static [AtomicU64]>,
 }
 
 /// One worker: accept, serve that connection to its end, repeat until shutdown.
 fn serve_worker(pipeline: &Pipeline, listener: &TcpListener, shutdown: &Arc<AtomicBool>) {
-    let stop = Stop::new(shutdown.clone(), pipeline.cfg.shutdown_timeout);
+    let stop = Stop::new(shutdown.clone(), &pipeline.cfg);
     let gate = Gate::new(1, pipeline.stats.clone());
     while let Some(conn) = blocking::next_connection(listener, &gate, &stop) {
         blocking::serve(pipeline, conn, &stop);
+    }
+}
+
+/// Sends `sig` to every worker if `count` moved past `seen` (the parent handled a signal).
+fn forward(count: &AtomicU64, seen: &mut u64, slots: &[Slot], sig: WorkerSignal) {
+    let now = count.load(Ordering::Relaxed);
+    if now != *seen {
+        *seen = now;
+        for child in slots.iter().filter_map(|s| s.child.as_ref()) {
+            let _ = signal_worker(child.id(), sig);
+        }
     }
 }
 
@@ -75,11 +98,12 @@ struct Supervisor<'a> {
     exe: PathBuf,
     args: Vec<OsString>,
     slots: Vec<Slot>,
+    stats: Shared,
 }
 
 impl<'a> Supervisor<'a> {
     /// Starts `cfg.processes` workers on `listener`.
-    fn start(cfg: &'a Config, listener: TcpListener) -> io::Result<Self> {
+    fn start(cfg: &'a Config, listener: TcpListener, stats: Shared) -> io::Result<Self> {
         let exe = std::env::current_exe()?;
         let args = std::env::args_os().skip(1).collect();
         let mut sup = Supervisor {
@@ -88,6 +112,7 @@ impl<'a> Supervisor<'a> {
             exe,
             args,
             slots: Vec::with_capacity(cfg.processes),
+            stats,
         };
         for i in 0..cfg.processes {
             match sup.spawn(i) {
@@ -110,23 +135,29 @@ impl<'a> Supervisor<'a> {
         };
         let mut cmd = Command::new(&self.exe);
         // The option goes first: ROOT may follow a `--` in the original arguments.
-        cmd.arg("--worker-fd")
-            .arg(listener.as_raw_fd().to_string())
-            .args(&self.args)
-            .stdin(Stdio::null());
+        cmd.arg("--worker-fd").arg(listener.as_raw_fd().to_string());
+        if let Some(fd) = self.stats.fd {
+            cmd.arg("--stats-fd").arg(fd.to_string()).arg("--worker-index").arg(i.to_string());
+        }
+        cmd.args(&self.args).stdin(Stdio::null());
         let cpu = self.cfg.pin.then(|| amped_sys::limits::nth_allowed_cpu(i));
-        spawn_worker(cmd, listener, cpu)
+        spawn_worker(cmd, listener, self.stats.fd, cpu)
     }
 
-    /// Replaces dead workers until `shutdown` is set, then stops them all.
-    fn run(mut self, shutdown: &AtomicBool) -> io::Result<()> {
+    /// Replaces dead workers and forwards reloads and log re-opens to them until `shutdown`
+    /// is set, then stops them all.
+    fn run(mut self, shutdown: &AtomicBool, signals: &SignalCounts) -> io::Result<()> {
+        let mut reloads = signals.reloads.load(Ordering::Relaxed);
+        let mut reopens = signals.reopens.load(Ordering::Relaxed);
         while !shutdown.load(Ordering::Relaxed) {
             for i in 0..self.slots.len() {
                 self.check(i, shutdown);
             }
+            forward(&signals.reloads, &mut reloads, &self.slots, WorkerSignal::Reload);
+            forward(&signals.reopens, &mut reopens, &self.slots, WorkerSignal::ReopenLogs);
             std::thread::sleep(SUPERVISE_TICK);
         }
-        let deadline = Instant::now() + self.cfg.shutdown_timeout + 2 * TICK;
+        let deadline = Instant::now() + self.cfg.shutdown_timeout() + 2 * TICK;
         self.stop_workers(deadline);
         Ok(())
     }
@@ -137,11 +168,14 @@ impl<'a> Supervisor<'a> {
         if let Some(child) = &mut slot.child
             && let Ok(Some(status)) = child.try_wait()
         {
-            eprintln!(
-                "amped: mp worker {i} (pid {}) exited unexpectedly ({status}); starting a new one",
+            crate::errlog::error!(
+                "mp worker {i} (pid {}) exited unexpectedly ({status}); starting a new one",
                 child.id()
             );
             slot.child = None;
+            if let Some(cells) = self.stats.cells {
+                Stats::reset_open_gauge(cells, i);
+            }
         }
         if slot.child.is_some()
             || slot.started.elapsed() < RESPAWN_INTERVAL
@@ -154,8 +188,8 @@ impl<'a> Supervisor<'a> {
         slot.started = Instant::now();
         match spawned {
             Ok(child) => slot.child = Some(child),
-            Err(e) => eprintln!(
-                "amped: cannot start mp worker {i}: {e}; retrying in {RESPAWN_INTERVAL:?}"
+            Err(e) => crate::errlog::error!(
+                "cannot start mp worker {i}: {e}; retrying in {RESPAWN_INTERVAL:?}"
             ),
         }
     }
@@ -173,8 +207,8 @@ impl<'a> Supervisor<'a> {
                 std::thread::sleep(Duration::from_millis(20));
             }
             if matches!(child.try_wait(), Ok(None)) {
-                eprintln!(
-                    "amped: mp worker (pid {}) still busy at the shutdown deadline; killing it",
+                crate::errlog::error!(
+                    "mp worker (pid {}) still busy at the shutdown deadline; killing it",
                     child.id()
                 );
                 let _ = child.kill();

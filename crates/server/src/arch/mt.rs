@@ -32,7 +32,7 @@ pub fn run(
     shutdown: &Arc<AtomicBool>,
 ) -> io::Result<()> {
     blocking::set_accept_tick(&listener)?;
-    let stop = Arc::new(Stop::new(shutdown.clone(), pipeline.cfg.shutdown_timeout));
+    let stop = Arc::new(Stop::new(shutdown.clone(), &pipeline.cfg));
     let gate = Gate::new(pipeline.cfg.max_connections, pipeline.stats.clone());
     while let Some(conn) = blocking::next_connection(&listener, &gate, &stop) {
         let (p, s) = (pipeline.clone(), stop.clone());
@@ -42,8 +42,8 @@ pub fn run(
             .spawn(move || blocking::serve(&p, conn, &s));
         if let Err(e) = spawned {
             // The connection was moved into the closure and is closed with it.
-            eprintln!(
-                "amped: cannot start a connection thread: {e}; pausing accepts for {SPAWN_BACKOFF:?}"
+            crate::errlog::error!(
+                "cannot start a connection thread: {e}; pausing accepts for {SPAWN_BACKOFF:?}"
             );
             std::thread::sleep(SPAWN_BACKOFF);
         }

@@ -40,7 +40,7 @@ pub fn run(
 ) -> io::Result<()> {
     blocking::set_accept_tick(&listener)?;
     let cfg = pipeline.cfg.clone();
-    let stop = Arc::new(Stop::new(shutdown.clone(), cfg.shutdown_timeout));
+    let stop = Arc::new(Stop::new(shutdown.clone(), &cfg));
     let gate = Gate::new(cfg.max_connections, pipeline.stats.clone());
     let (queue, taken) = bounded::<Connection>(cfg.queue);
     let workers = (0..cfg.threads)
@@ -52,7 +52,7 @@ pub fn run(
         match queue.try_send(conn) {
             Ok(()) => {}
             Err(TrySendError::Full(conn)) => {
-                bump(&pipeline.stats.queue_overflows);
+                bump(pipeline.stats.queue_overflows());
                 refuse(&pipeline, conn);
                 overflow.note(cfg.threads, cfg.queue);
             }
@@ -123,8 +123,8 @@ impl OverflowReport {
         self.refused += 1;
         let now = Instant::now();
         if self.last.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
-            eprintln!(
-                "amped: pool: all {threads} threads busy and {queue} connections queued; refused {} connection(s) with 503 since the last report (see --threads, --queue)",
+            crate::errlog::warn!(
+                "pool: all {threads} threads busy and {queue} connections queued; refused {} connection(s) with 503 since the last report (see --threads, --queue)",
                 self.refused
             );
             self.last = Some(now);

@@ -17,7 +17,7 @@ pub struct InlineRunner {
 
 impl JobRunner for InlineRunner {
     fn submit(&mut self, _token: u64, job: Job) -> Option<JobDone> {
-        bump(&self.pipeline.stats.jobs_inline);
+        bump(self.pipeline.stats.jobs_inline());
         Some(self.pipeline.run_job(job))
     }
 

@@ -81,8 +81,14 @@ pub fn etag(f: &FileEntry, encoding: Option<Encoding>) -> String {
     tag
 }
 
-/// Encodes the header lines shared by every response carrying (part of) `f` in `ctx`.
-pub fn file_header_lines(f: &FileEntry, ctx: HeadContext, opts: &ResponseOptions) -> Vec<u8> {
+/// Encodes the header lines shared by every response carrying (part of) `f` in `ctx`;
+/// `server` is the `Server` header's value (`None`: no such header).
+pub fn file_header_lines(
+    f: &FileEntry,
+    ctx: HeadContext,
+    opts: &ResponseOptions,
+    server: Option<&str>,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(192 + opts.common_headers.len());
     let mut line = |name: &str, value: &str| {
         out.extend_from_slice(name.as_bytes());
@@ -90,7 +96,9 @@ pub fn file_header_lines(f: &FileEntry, ctx: HeadContext, opts: &ResponseOptions
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     };
-    line("Server", crate::SERVER_NAME);
+    if let Some(name) = server {
+        line("Server", name);
+    }
     match ctx.encoding {
         // A variant has the type of the file it encodes (app.js.br is JavaScript).
         Some(e) => {
@@ -131,14 +139,15 @@ mod tests {
             ..ResponseOptions::default()
         };
         let br = HeadContext { encoding: Some(Encoding::Brotli), vary: true, cache_rule: Some(0) };
-        let text = String::from_utf8(file_header_lines(&entry, br, &opts)).unwrap();
+        let text = String::from_utf8(file_header_lines(&entry, br, &opts, Some("amped"))).unwrap();
         assert!(text.contains("Content-Type: text/javascript; charset=utf-8\r\n"), "{text}");
         for want in ["Content-Encoding: br\r\n", "Vary: Accept-Encoding\r\n", "-br\"\r\n"] {
             assert!(text.contains(want), "{want:?} in {text}");
         }
         assert!(text.contains("Cache-Control: max-age=60\r\nX-A: 1\r\n"), "{text}");
         let plain = HeadContext::default();
-        let text = String::from_utf8(file_header_lines(&entry, plain, &opts)).unwrap();
+        let text =
+            String::from_utf8(file_header_lines(&entry, plain, &opts, Some("amped"))).unwrap();
         assert!(!text.contains("Cache-Control") && !text.contains("Vary"), "{text}");
         let mut c = HeaderCache::new(4);
         c.put(&entry, br, b"br\r\n".as_slice().into());
@@ -162,7 +171,7 @@ mod tests {
         let v1 = open(&p);
         let opts = ResponseOptions::default();
         let plain = HeadContext::default();
-        let lines = file_header_lines(&v1, plain, &opts);
+        let lines = file_header_lines(&v1, plain, &opts, Some("amped"));
         let text = String::from_utf8(lines.clone()).unwrap();
         assert!(text.contains("Content-Type: text/html; charset=utf-8\r\n"), "{text}");
         assert!(text.contains("ETag: \""));

@@ -2,19 +2,21 @@
 //! option is optional here so a TOML file can fill what the command line leaves out.
 
 use clap::Parser;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use std::path::PathBuf;
 
 /// amped: a Flash-style static web server (SPED, AMPED, MT, pool, MP, io_uring, staged).
-#[derive(Parser, Debug, Default, Deserialize)]
+#[derive(Parser, Debug, Default, Clone, Deserialize)]
 #[command(name = "amped", version, about, long_about = None)]
 #[serde(deny_unknown_fields, default)]
 pub struct Args {
     /// Directory to serve (default: the current directory).
     pub root: Option<PathBuf>,
-    /// Address to listen on [default: 127.0.0.1:8080].
-    #[arg(long, value_name = "ADDR:PORT")]
-    pub listen: Option<String>,
+    /// Address to listen on; repeat for several: ADDR:PORT, [V6]:PORT, :PORT or PORT (every
+    /// IPv4 interface), unix:PATH [default: 127.0.0.1:8080].
+    #[arg(long, value_name = "ADDR")]
+    #[serde(deserialize_with = "one_or_many")]
+    pub listen: Vec<String>,
     /// Read options from a TOML file (keys: the long option names in snake_case); the
     /// command line wins.
     #[arg(long, value_name = "FILE")]
@@ -120,6 +122,19 @@ pub struct Args {
     /// Access log in Combined Log Format: a file path, `-` for stdout, or `off` [default: off].
     #[arg(long, value_name = "PATH|-|off")]
     pub access_log: Option<String>,
+    /// Access-log line format: combined, or combined+time (adds the request time in
+    /// seconds) [default: combined].
+    #[arg(long, value_name = "FORMAT")]
+    pub access_log_format: Option<String>,
+    /// Error log: a file path, `-` for stderr, or `off` [default: -].
+    #[arg(long, value_name = "PATH|-|off")]
+    pub error_log: Option<String>,
+    /// Least important error-log lines kept: error, warn, notice, info, debug [default: notice].
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+    /// The `Server` response header: a product name, or `off` to send none [default: amped].
+    #[arg(long, value_name = "NAME|off")]
+    pub server_header: Option<String>,
     /// Serve files and directories whose names start with a dot.
     #[arg(long)]
     pub dotfiles: bool,
@@ -162,10 +177,22 @@ pub struct Args {
     /// applications), e.g. /index.html [default: off].
     #[arg(long, value_name = "/PATH")]
     pub spa_fallback: Option<String>,
+    /// Serve the counters as JSON on this address of their own, e.g. 127.0.0.1:9090
+    /// (off by default).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub stats_listen: Option<String>,
     /// Internal: run as an `mp` worker process serving an inherited listener.
     #[arg(long, hide = true)]
     #[serde(skip)]
     pub worker_fd: Option<i32>,
+    /// Internal: the `mp` workers' shared counters (an inherited memory file).
+    #[arg(long, hide = true)]
+    #[serde(skip)]
+    pub stats_fd: Option<i32>,
+    /// Internal: which `mp` worker this is (its slot in the shared counters).
+    #[arg(long, hide = true)]
+    #[serde(skip)]
+    pub worker_index: Option<usize>,
 }
 
 impl Args {
@@ -177,9 +204,12 @@ impl Args {
         macro_rules! flag {
             ($($f:ident),*) => { $( self.$f |= file.$f; )* };
         }
+        if self.listen.is_empty() {
+            self.listen = file.listen;
+        }
         take!(
             root,
-            listen,
+            server_header,
             arch,
             helpers,
             threads,
@@ -204,10 +234,14 @@ impl Args {
             max_uri_bytes,
             max_discard_body,
             access_log,
+            access_log_format,
+            error_log,
+            log_level,
             stats_path,
             precompressed,
             cors_origin,
-            spa_fallback
+            spa_fallback,
+            stats_listen
         );
         macro_rules! list {
             ($($f:ident),*) => { $( if self.$f.is_empty() { self.$f = file.$f; } )* };
@@ -227,4 +261,18 @@ impl Args {
         );
         self
     }
+}
+
+/// `listen = "a"` or `listen = ["a", "b"]` in the TOML file.
+fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) => vec![s],
+        OneOrMany::Many(v) => v,
+    })
 }

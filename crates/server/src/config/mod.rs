@@ -2,15 +2,20 @@
 //! a [`Config`] the rest of the server reads and never second-guesses.
 
 pub mod cli;
+mod listen;
+mod live;
 pub mod response;
 
+use crate::errlog::Level;
 use amped_http::Limits;
 use std::fmt;
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use cli::Args;
+pub use listen::ListenAddr;
+pub use live::Live;
 pub use response::ResponseOptions;
 
 /// The concurrency architectures. Each drives the same request pipeline.
@@ -110,6 +115,26 @@ pub enum AccessLog {
     File(PathBuf),
 }
 
+/// What an access-log line holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessLogFormat {
+    /// Combined Log Format.
+    Combined,
+    /// Combined Log Format plus the request time in seconds.
+    CombinedTime,
+}
+
+/// Where the error log goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorLog {
+    /// No error log.
+    Off,
+    /// Standard error (the default).
+    Stderr,
+    /// Appended to a file.
+    File(PathBuf),
+}
+
 /// Which of Flash's optimizations are on (each can be switched off to measure its impact).
 #[derive(Clone, Copy, Debug)]
 pub struct Optimizations {
@@ -132,8 +157,11 @@ pub struct Optimizations {
 pub struct Config {
     /// Canonical document root.
     pub root: PathBuf,
-    /// Listening address.
-    pub listen: SocketAddr,
+    /// Listening addresses (at least one; systemd's sockets replace them when amped is
+    /// socket-activated).
+    pub listen: Vec<ListenAddr>,
+    /// `Server` header value (`None`: no header).
+    pub server_header: Option<String>,
     /// Concurrency architecture.
     pub arch: Arch,
     /// AMPED helper threads.
@@ -164,22 +192,21 @@ pub struct Config {
     pub page_yield_above: u64,
     /// Staleness bound of every cache: metadata older than this is revalidated.
     pub revalidate_after: Duration,
-    /// Time allowed to receive a request head.
-    pub header_timeout: Duration,
-    /// Idle keep-alive time.
-    pub keepalive_timeout: Duration,
-    /// Time a response may make no progress.
-    pub send_timeout: Duration,
-    /// Graceful-shutdown deadline.
-    pub shutdown_timeout: Duration,
+    /// The options a reload changes while serving (timeouts, body limit): read them through
+    /// [`Config::header_timeout`] and its siblings.
+    pub live: Arc<Live>,
     /// Connection cap (per loop/process).
     pub max_connections: usize,
     /// Request-head limits.
     pub limits: Limits,
-    /// Largest request body discarded on GET/HEAD.
-    pub max_discard_body: u64,
     /// Access-log destination.
     pub access_log: AccessLog,
+    /// Access-log line format.
+    pub access_log_format: AccessLogFormat,
+    /// Error-log destination.
+    pub error_log: ErrorLog,
+    /// Least important error-log lines kept.
+    pub log_level: Level,
     /// Serve dotfiles.
     pub dotfiles: bool,
     /// Follow symlinks leading outside the root.
@@ -188,10 +215,16 @@ pub struct Config {
     pub listing: bool,
     /// URL path of the stats endpoint.
     pub stats_path: Option<String>,
+    /// Address of the separate stats listener.
+    pub stats_listen: Option<std::net::SocketAddr>,
     /// Inherited listener descriptor (mp worker processes).
     pub worker_fd: Option<i32>,
     /// Response features: pre-compressed variants, headers, error pages, SPA fallback.
     pub response: ResponseOptions,
+    /// Inherited shared-counters descriptor (mp worker processes).
+    pub stats_fd: Option<i32>,
+    /// This mp worker's index (0 in every other process).
+    pub worker_index: usize,
 }
 
 /// A configuration error: one line for the user.
@@ -220,8 +253,9 @@ impl Config {
                 let text = std::fs::read_to_string(path)
                     .or_else(|e| err(format!("cannot read config file {}: {e}", path.display())))?;
                 let file: Args = toml::from_str(&text).or_else(|e| {
-                    let msg = e.message().to_string();
-                    err(format!("invalid config file {}: {msg}", path.display()))
+                    let at = e.span().map(|s| line_column(&text, s.start)).unwrap_or_default();
+                    let msg = e.message().trim_end();
+                    err(format!("invalid config file {}{at}: {msg}", path.display()))
                 })?;
                 args.merge_file(file)
             }
@@ -251,11 +285,28 @@ impl Config {
         if !root.is_dir() {
             return err(format!("cannot serve {}: not a directory", root_arg.display()));
         }
-        let listen_s = a.listen.as_deref().unwrap_or("127.0.0.1:8080");
-        let listen = listen_s.to_socket_addrs().ok().and_then(|mut it| it.next()).map_or_else(
-            || err(format!("invalid --listen address '{listen_s}' (want ADDR:PORT)")),
-            Ok,
-        )?;
+        let listen_s = if a.listen.is_empty() { vec!["127.0.0.1:8080".into()] } else { a.listen };
+        let listen = listen_s
+            .iter()
+            .map(|s| {
+                ListenAddr::parse(s).map_or_else(
+                    || {
+                        err(format!(
+                            "invalid --listen address '{s}' (want ADDR:PORT, :PORT or unix:PATH)"
+                        ))
+                    },
+                    Ok,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let server_header = match a.server_header.as_deref() {
+            None => Some(crate::SERVER_NAME.to_string()),
+            Some("off") => None,
+            Some(v) if v.is_empty() || !v.bytes().all(|b| b.is_ascii_graphic() || b == b' ') => {
+                return err(format!("--server-header '{v}' must be printable ASCII, or 'off'"));
+            }
+            Some(v) => Some(v.to_string()),
+        };
         let arch_s = a.arch.as_deref().unwrap_or("amped");
         let Some(arch) = Arch::parse(arch_s) else {
             return err(format!(
@@ -263,6 +314,9 @@ impl Config {
             ));
         };
         let instances = positive("instances", a.instances.unwrap_or(1))?;
+        if arch == Arch::Mp && listen.len() > 1 {
+            return err("--arch mp serves one --listen address (its workers share one socket)");
+        }
         if instances > 1 && !arch.takes_instances() {
             return err(format!(
                 "--instances applies to sped, amped and uring, not {}",
@@ -281,6 +335,32 @@ impl Config {
             Some("") => return err("--access-log needs a path, '-' or 'off'"),
             Some(p) => AccessLog::File(PathBuf::from(p)),
         };
+        let access_log_format = match a.access_log_format.as_deref() {
+            None | Some("combined") => AccessLogFormat::Combined,
+            Some("combined+time") => AccessLogFormat::CombinedTime,
+            Some(other) => {
+                return err(format!(
+                    "unknown --access-log-format '{other}' (choose combined or combined+time)"
+                ));
+            }
+        };
+        let error_log = match a.error_log.as_deref() {
+            None | Some("-") => ErrorLog::Stderr,
+            Some("off") => ErrorLog::Off,
+            Some("") => return err("--error-log needs a path, '-' or 'off'"),
+            Some(p) => ErrorLog::File(PathBuf::from(p)),
+        };
+        let level_s = a.log_level.as_deref().unwrap_or("notice");
+        let Some(log_level) = Level::parse(level_s) else {
+            return err(format!(
+                "unknown --log-level '{level_s}' (choose error, warn, notice, info or debug)"
+            ));
+        };
+        let stats_listen = match a.stats_listen.as_deref().map(ListenAddr::parse) {
+            None => None,
+            Some(Some(ListenAddr::Tcp(addr))) => Some(addr),
+            Some(_) => return err("--stats-listen wants a TCP address (ADDR:PORT or :PORT)"),
+        };
         let stats_path = match a.stats_path {
             Some(p) if !p.starts_with('/') => {
                 return err(format!("--stats-path '{p}' must start with '/'"));
@@ -296,6 +376,7 @@ impl Config {
         Ok(Config {
             root,
             listen,
+            server_header,
             arch,
             helpers: positive("helpers", a.helpers.unwrap_or(4))?,
             threads,
@@ -328,18 +409,26 @@ impl Config {
             small_file_bytes: a.small_file_bytes.unwrap_or(16384),
             page_yield_above: a.page_yield_above.unwrap_or(0),
             revalidate_after: Duration::from_secs(1),
-            header_timeout: seconds("header-timeout", a.header_timeout.unwrap_or(10.0))?,
-            keepalive_timeout: seconds("keepalive-timeout", a.keepalive_timeout.unwrap_or(15.0))?,
-            send_timeout: seconds("send-timeout", a.send_timeout.unwrap_or(30.0))?,
-            shutdown_timeout: seconds("shutdown-timeout", a.shutdown_timeout.unwrap_or(10.0))?,
+            live: Arc::new(Live::new(
+                [
+                    seconds("header-timeout", a.header_timeout.unwrap_or(10.0))?,
+                    seconds("keepalive-timeout", a.keepalive_timeout.unwrap_or(15.0))?,
+                    seconds("send-timeout", a.send_timeout.unwrap_or(30.0))?,
+                    seconds("shutdown-timeout", a.shutdown_timeout.unwrap_or(10.0))?,
+                ],
+                a.max_discard_body.unwrap_or(65536),
+            )),
             max_connections: positive("max-connections", a.max_connections.unwrap_or(10_000))?,
             limits,
-            max_discard_body: a.max_discard_body.unwrap_or(65536),
             access_log,
+            access_log_format,
+            error_log,
+            log_level,
             dotfiles: a.dotfiles,
             follow_outside_symlinks: a.follow_outside_symlinks,
             listing: a.listing,
             stats_path,
+            stats_listen,
             worker_fd: a.worker_fd,
             response: ResponseOptions::resolve(&response::ResponseArgs {
                 precompressed: a.precompressed.as_deref(),
@@ -350,8 +439,22 @@ impl Config {
                 error_page: &a.error_page,
                 spa_fallback: a.spa_fallback.as_deref(),
             })?,
+            stats_fd: a.stats_fd,
+            worker_index: a.worker_index.unwrap_or(0),
         })
     }
+}
+
+/// `:LINE:COLUMN` (1-based, columns in characters) of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> String {
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    format!(":{line}:{column}")
 }
 
 fn positive(name: &str, v: usize) -> Result<usize, ConfigError> {
@@ -383,7 +486,8 @@ mod tests {
     #[test]
     fn defaults_are_the_documented_ones() {
         let c = parse(&["."]).unwrap();
-        assert_eq!(c.listen, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(c.listen, vec![ListenAddr::Tcp("127.0.0.1:8080".parse().unwrap())]);
+        assert_eq!(c.server_header.as_deref(), Some("amped"));
         assert_eq!(c.arch, Arch::Amped);
         assert_eq!(c.helpers, 4);
         assert!(c.opt.path_cache && c.opt.header_cache && c.opt.file_cache && c.opt.zero_copy);
@@ -418,11 +522,24 @@ mod tests {
             (vec!["--stage-threads-max", "0"], "--stage-threads-max must be at least 1"),
             (vec!["--stage-queue", "0"], "--stage-queue must be at least 1"),
             (vec!["--stats-path", "stats"], "must start with '/'"),
+            (vec!["--server-header", "a\u{7f}"], "--server-header"),
+            (vec!["--arch", "mp", "--listen", ":1", "--listen", ":2"], "serves one --listen"),
         ] {
             let e = parse(&argv).unwrap_err().to_string();
             assert!(e.contains(needle), "{argv:?}: {e}");
             assert!(!e.contains('\n'));
         }
+    }
+
+    #[test]
+    fn the_sample_deployment_config_is_valid() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = include_str!("../../../../docs/deploy/amped.toml");
+        let mut args: Args = toml::from_str(text).expect("docs/deploy/amped.toml parses");
+        args.root = Some(dir.path().to_path_buf());
+        let c = Config::resolve(args).expect("and resolves");
+        assert_eq!(c.listen.len(), 2);
+        assert_eq!(c.access_log_format, AccessLogFormat::CombinedTime);
     }
 
     #[test]
@@ -437,7 +554,7 @@ mod tests {
         let c = parse(&["--config", file.to_str().unwrap(), "--helpers", "2"]).unwrap();
         assert_eq!(c.arch, Arch::Sped);
         assert_eq!(c.helpers, 2);
-        assert_eq!(c.header_timeout, Duration::from_millis(1500));
+        assert_eq!(c.header_timeout(), Duration::from_millis(1500));
         assert!(!c.opt.path_cache);
         std::fs::write(
             &file,
@@ -449,8 +566,16 @@ mod tests {
         assert_eq!(c.response.cache_control, [("/assets/*".into(), "max-age=60".into())]);
         assert!(c.response.common_headers.starts_with(b"X-B: 2\r\nX-Content-Type-Options"));
         assert_eq!(c.response.precompressed, [amped_http::Encoding::Gzip]);
+        std::fs::write(&file, "listen = [\":0\", \"unix:/tmp/a.sock\"]\n").unwrap();
+        let c = parse(&["--config", file.to_str().unwrap()]).unwrap();
+        assert_eq!(c.listen.len(), 2);
         std::fs::write(&file, "bogus_key = 1\n").unwrap();
         let e = parse(&["--config", file.to_str().unwrap()]).unwrap_err().to_string();
         assert!(e.contains("invalid config file"), "{e}");
+        assert!(e.contains("amped.toml:1:1: unknown field `bogus_key`"), "{e}");
+        std::fs::write(&file, "arch = \"sped\"\nhelpers = \"many\"\n").unwrap();
+        let e = parse(&["--config", file.to_str().unwrap()]).unwrap_err().to_string();
+        assert!(e.contains("amped.toml:2:11: "), "{e}");
+        assert!(!e.contains('\n'), "{e}");
     }
 }

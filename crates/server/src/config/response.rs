@@ -39,7 +39,7 @@ const RESERVED: [&str; 14] = [
 pub const ERROR_PAGE_STATUSES: [u16; 3] = [403, 404, 500];
 
 /// Resolved response options.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ResponseOptions {
     /// Pre-compressed variants to look for, in order of preference (empty: off).
     pub precompressed: Vec<Encoding>,

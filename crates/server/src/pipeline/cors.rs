@@ -23,9 +23,11 @@ impl Pipeline {
     pub(super) fn preflight(&self, req: &Request) -> Response {
         let mut head = Vec::with_capacity(384);
         let mut w = HeadWriter::new(&mut head, StatusCode::NO_CONTENT);
-        w.date()
-            .header("Server", crate::SERVER_NAME.as_bytes())
-            .raw(&self.cfg.response.common_headers)
+        w.date();
+        if let Some(name) = &self.cfg.server_header {
+            w.header("Server", name.as_bytes());
+        }
+        w.raw(&self.cfg.response.common_headers)
             .header("Access-Control-Allow-Methods", b"GET, HEAD, OPTIONS");
         if let Some(asked) = req.head.access_control_request_headers.as_deref()
             && is_header_list(asked)

@@ -27,6 +27,9 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
+/// Longest raw request line kept for the access log of a refused request.
+const RAW_LINE_MAX: usize = 2048;
+
 pub use conn::ConnState;
 use fallback::Substitute;
 pub use job::{Job, JobDone, Resolved};
@@ -101,6 +104,7 @@ pub struct Request {
     head: RequestHead,
     peer: SocketAddr,
     received: SystemTime,
+    started: Instant,
     keep_alive: bool,
     /// The normalised target being served (the fallback's or error page's when substituted).
     target: Option<TargetPath>,
@@ -110,6 +114,8 @@ pub struct Request {
     vary: bool,
     /// What answers the request instead of its own target, if anything.
     substitute: Substitute,
+    /// For a request refused before it was parsed: its raw first line, for the logs.
+    raw_line: Option<String>,
 }
 
 /// The request pipeline of one server instance: configuration, caches, counters, access log.
@@ -152,7 +158,13 @@ impl Pipeline {
             Err(e) => {
                 c.closing = true;
                 c.served += 1;
-                let req = Request::unparsed(c.peer);
+                let req = Request::refused(c.peer, &c.inbuf);
+                crate::errlog::info!(
+                    "{}: refused with {} ({e}): \"{}\"",
+                    c.peer,
+                    e.status().as_u16(),
+                    req.raw_line.as_deref().unwrap_or("")
+                );
                 Step::Respond(self.error_with(&req, e.status(), b"", true))
             }
             Ok(Some(head)) => {
@@ -191,6 +203,23 @@ impl Pipeline {
             && let Some(paths) = &self.caches.paths
         {
             lock(paths).put(r.url_path.clone(), r.translation.clone(), r.at);
+        }
+        if let (Translation::File(path, _), Some(Err(e))) = (&r.translation, &r.file) {
+            match e.kind() {
+                std::io::ErrorKind::PermissionDenied => {
+                    crate::errlog::warn!(
+                        "open {}: {} (403)",
+                        path.display(),
+                        crate::errlog::reason(e)
+                    );
+                }
+                std::io::ErrorKind::NotFound => {}
+                _ => crate::errlog::error!(
+                    "open {}: {} (404)",
+                    path.display(),
+                    crate::errlog::reason(e)
+                ),
+            }
         }
         match (r.translation, r.file, r.listing) {
             (Translation::File(path, variants), Some(Ok(entry)), _) => {
@@ -244,9 +273,16 @@ impl Pipeline {
         }
     }
 
-    /// The 408 sent to a client that did not finish its request head in time.
-    pub fn timeout_response(&self, peer: SocketAddr) -> Response {
-        self.error_with(&Request::unparsed(peer), StatusCode::REQUEST_TIMEOUT, b"", true)
+    /// The 408 sent to a client that did not finish its request head in time; `partial` is
+    /// what arrived of it (its first line is logged).
+    pub fn timeout_response(&self, peer: SocketAddr, partial: &[u8]) -> Response {
+        let req = Request::refused(peer, partial);
+        crate::errlog::info!(
+            "{peer}: request head not complete after {:?} (408): \"{}\"",
+            self.cfg.header_timeout(),
+            req.raw_line.as_deref().unwrap_or("")
+        );
+        self.error_with(&req, StatusCode::REQUEST_TIMEOUT, b"", true)
     }
 
     /// The 503 (with `Retry-After: 1`, then close) for a connection the server has no room
@@ -271,11 +307,13 @@ impl Pipeline {
     fn dispatch(&self, c: &mut ConnState, mut req: Request) -> Step {
         let h = &req.head;
         if h.chunked {
+            crate::errlog::info!("{}: refused with 400 (Transfer-Encoding)", req.peer);
             c.closing = true;
             return Step::Respond(self.error_with(&req, StatusCode::BAD_REQUEST, b"", true));
         }
         if let Some(n) = h.content_length {
-            if n > self.cfg.max_discard_body {
+            if n > self.cfg.max_discard_body() {
+                crate::errlog::info!("{}: refused with 413 (a {n}-byte body)", req.peer);
                 c.closing = true;
                 return Step::Respond(self.error_with(
                     &req,
@@ -356,12 +394,12 @@ impl Pipeline {
         };
         match translation {
             Some(t) => {
-                bump(&self.stats.path_cache_hits);
+                bump(self.stats.path_cache_hits());
                 self.after_translation(c, req, t)
             }
             None => {
                 if self.caches.paths.is_some() {
-                    bump(&self.stats.path_cache_misses);
+                    bump(self.stats.path_cache_misses());
                 }
                 self.park(c, req, url_path, None)
             }
@@ -404,10 +442,10 @@ impl Pipeline {
                 let path = self.choose_variant(&mut req, &path, variants);
                 if self.caches.files.is_some() {
                     if let Some(entry) = self.revalidated_file(&path, Instant::now()) {
-                        bump(&self.stats.file_cache_hits);
+                        bump(self.stats.file_cache_hits());
                         return Step::Respond(self.serve_file(&req, entry));
                     }
-                    bump(&self.stats.file_cache_misses);
+                    bump(self.stats.file_cache_misses());
                 }
                 let url_path = req.target.as_ref().map(|t| t.to_url_path()).unwrap_or_default();
                 self.park(c, req, url_path, Some(Translation::File(path, EncodingSet::EMPTY)))
@@ -454,9 +492,9 @@ impl Pipeline {
 
     /// Counts a job for a cold body chunk (and whether it fills a pipe).
     pub fn count_cold_chunk(&self, job: &Job) {
-        bump(&self.stats.readahead_jobs);
+        bump(self.stats.readahead_jobs());
         if matches!(job, Job::Fill { .. }) {
-            bump(&self.stats.pipe_fills);
+            bump(self.stats.pipe_fills());
         }
     }
 
@@ -467,6 +505,25 @@ impl Pipeline {
 }
 
 impl Request {
+    /// A stand-in for a request refused before it could be parsed, keeping its raw first
+    /// line (from `inbuf`, as much as arrived, at most [`RAW_LINE_MAX`] bytes) for the logs.
+    fn refused(peer: SocketAddr, inbuf: &[u8]) -> Request {
+        let mut req = Request::unparsed(peer);
+        let start = inbuf.iter().position(|b| !matches!(b, b'\r' | b'\n')).unwrap_or(inbuf.len());
+        let rest = &inbuf[start..];
+        let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+        let line = rest[..end].strip_suffix(b"\r").unwrap_or(&rest[..end]);
+        if !line.is_empty() {
+            let cut = &line[..line.len().min(RAW_LINE_MAX)];
+            let mut text = String::from_utf8_lossy(cut).into_owned();
+            if cut.len() < line.len() {
+                text.push_str("...");
+            }
+            req.raw_line = Some(text);
+        }
+        req
+    }
+
     /// A stand-in for a request that could not be parsed (for error responses and logs).
     fn unparsed(peer: SocketAddr) -> Request {
         let head = RequestHead {
@@ -499,11 +556,13 @@ impl Request {
             head,
             peer,
             received: SystemTime::now(),
+            started: Instant::now(),
             keep_alive,
             target: None,
             encoding: None,
             vary: false,
             substitute: Substitute::None,
+            raw_line: None,
         }
     }
 }

@@ -116,14 +116,15 @@ impl super::Pipeline {
     fn header_lines(&self, f: &FileEntry, ctx: HeadContext) -> Arc<[u8]> {
         let opts = &self.cfg.response;
         let Some(cache) = &self.caches.headers else {
-            return file_header_lines(f, ctx, opts).into();
+            return file_header_lines(f, ctx, opts, self.cfg.server_header.as_deref()).into();
         };
         let mut c = lock(cache);
         if let Some(lines) = c.get(f, ctx) {
-            crate::stats::bump(&self.stats.header_cache_hits);
+            crate::stats::bump(self.stats.header_cache_hits());
             return lines;
         }
-        let lines: Arc<[u8]> = file_header_lines(f, ctx, opts).into();
+        let lines: Arc<[u8]> =
+            file_header_lines(f, ctx, opts, self.cfg.server_header.as_deref()).into();
         c.put(f, ctx, lines.clone());
         lines
     }
@@ -180,9 +181,11 @@ impl super::Pipeline {
     /// The fields of a page that is no file's representation (generated, or a custom error
     /// page): date, server, type, length and the configured headers.
     fn page_fields(&self, w: &mut HeadWriter<'_>, content_type: &str, len: u64) {
-        w.date()
-            .header("Server", crate::SERVER_NAME.as_bytes())
-            .header("Content-Type", content_type.as_bytes())
+        w.date();
+        if let Some(name) = &self.cfg.server_header {
+            w.header("Server", name.as_bytes());
+        }
+        w.header("Content-Type", content_type.as_bytes())
             .header_u64("Content-Length", len)
             .raw(&self.cfg.response.common_headers);
     }
@@ -194,17 +197,20 @@ impl super::Pipeline {
         head: Vec<u8>,
         body: Body,
     ) -> Response {
-        crate::stats::bump(&self.stats.requests);
+        crate::stats::bump(self.stats.requests());
         let log = self.log.enabled().then(|| {
             Box::new(LogRecord {
                 peer: req.peer.ip(),
                 time: req.received,
-                request_line: format!(
-                    "{} {} {}",
-                    req.head.method_raw,
-                    req.head.target,
-                    req.head.version.as_str()
-                ),
+                started: req.started,
+                request_line: req.raw_line.clone().unwrap_or_else(|| {
+                    format!(
+                        "{} {} {}",
+                        req.head.method_raw,
+                        req.head.target,
+                        req.head.version.as_str()
+                    )
+                }),
                 status: status.as_u16(),
                 referer: req.head.referer.clone(),
                 user_agent: req.head.user_agent.clone(),

@@ -74,7 +74,7 @@ pub fn translate(req: &TranslateRequest<'_>) -> Translation {
     };
     let meta = match std::fs::metadata(&real) {
         Ok(m) => m,
-        Err(e) => return from_io(e.kind()),
+        Err(e) => return from_io(&real, &e),
     };
     if meta.is_dir() {
         if !req.trailing_slash {
@@ -89,6 +89,7 @@ pub fn translate(req: &TranslateRequest<'_>) -> Translation {
         return if req.listing { Translation::Listing(real) } else { Translation::NotFound };
     }
     if !meta.is_file() {
+        crate::errlog::info!("{}: not a regular file (403)", real.display());
         return Translation::Forbidden;
     }
     if req.trailing_slash {
@@ -111,7 +112,7 @@ fn file(req: &TranslateRequest<'_>, real: PathBuf) -> Translation {
 }
 
 fn canonical_inside(req: &TranslateRequest<'_>, p: &Path) -> Result<PathBuf, Translation> {
-    let real = std::fs::canonicalize(p).map_err(|e| from_io(e.kind()))?;
+    let real = std::fs::canonicalize(p).map_err(|e| from_io(p, &e))?;
     if !req.follow_outside && !real.starts_with(req.root) {
         // A symlink leads out of the document root: indistinguishable from absent.
         return Err(Translation::NotFound);
@@ -119,10 +120,20 @@ fn canonical_inside(req: &TranslateRequest<'_>, p: &Path) -> Result<PathBuf, Tra
     Ok(real)
 }
 
-fn from_io(kind: ErrorKind) -> Translation {
-    match kind {
-        ErrorKind::PermissionDenied => Translation::Forbidden,
-        _ => Translation::NotFound,
+/// The answer to a failed lookup of `path`: 403 for a permission problem, 404 otherwise.
+/// Anything but a plain "no such file" goes to the error log with the path, so an operator
+/// can see why (e.g. a root the server's user cannot read).
+fn from_io(path: &Path, e: &std::io::Error) -> Translation {
+    match e.kind() {
+        ErrorKind::PermissionDenied => {
+            crate::errlog::warn!("{}: {} (403)", path.display(), crate::errlog::reason(e));
+            Translation::Forbidden
+        }
+        ErrorKind::NotFound | ErrorKind::NotADirectory => Translation::NotFound,
+        _ => {
+            crate::errlog::error!("{}: {} (404)", path.display(), crate::errlog::reason(e));
+            Translation::NotFound
+        }
     }
 }
 

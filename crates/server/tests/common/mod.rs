@@ -79,6 +79,16 @@ impl Server {
         fill: impl FnOnce(&Path),
         args: impl FnOnce(&Path) -> Vec<OsString>,
     ) -> Server {
+        Server::start_prepared(fill, args, |_, _| {})
+    }
+
+    /// As [`Server::start_with`], letting `prepare` adjust the command (user, environment)
+    /// once the temporary directory exists (`prepare` gets the command and that directory).
+    pub fn start_prepared(
+        fill: impl FnOnce(&Path),
+        args: impl FnOnce(&Path) -> Vec<OsString>,
+        prepare: impl FnOnce(&mut Command, &Path),
+    ) -> Server {
         let tmp = temp_dir();
         let root = tmp.path().join("root");
         std::fs::create_dir(&root).unwrap();
@@ -90,13 +100,10 @@ impl Server {
         }
         fill(&root);
         let args = args(&root);
-        let mut child = Command::new(binary())
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn amped");
+        let mut cmd = Command::new(binary());
+        cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        prepare(&mut cmd, tmp.path());
+        let mut child = cmd.spawn().expect("spawn amped");
         let stderr = Arc::new(Mutex::new(Vec::new()));
         drain_into(child.stderr.take().unwrap(), Arc::clone(&stderr));
         let stdout_lines = Arc::new(Mutex::new(Vec::new()));
@@ -107,10 +114,12 @@ impl Server {
             let mut first = Some(first_tx);
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
+                // Kept before the first line is announced, so stdout_lines() has it as soon
+                // as start() returns.
+                lines.lock().unwrap().push(line.clone());
                 if let Some(tx) = first.take() {
-                    let _ = tx.send(line.clone());
+                    let _ = tx.send(line);
                 }
-                lines.lock().unwrap().push(line);
             }
         });
         let mut server = Server {
@@ -212,15 +221,20 @@ impl Drop for Server {
     }
 }
 
-/// Parse `amped listening on http://127.0.0.1:PORT/` into an address.
+/// Parse `amped listening on http://127.0.0.1:PORT/` into an address (with several
+/// listeners the line names each, the first one first; an address of every interface,
+/// `0.0.0.0`, is reached through 127.0.0.1).
 pub fn parse_listen_line(line: &str) -> SocketAddr {
-    let port = line
-        .strip_prefix(LISTEN_PREFIX)
-        .and_then(|rest| rest.strip_suffix('/'))
-        .and_then(|port| port.parse::<u16>().ok())
+    let addr = line
+        .strip_prefix("amped listening on http://")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|a| a.parse::<SocketAddr>().ok())
         .unwrap_or_else(|| panic!("unexpected first stdout line: {line:?}"));
-    assert_ne!(port, 0, "server reports port 0");
-    SocketAddr::from(([127, 0, 0, 1], port))
+    assert_ne!(addr.port(), 0, "server reports port 0");
+    if addr.ip().is_unspecified() {
+        return SocketAddr::from(([127, 0, 0, 1], addr.port()));
+    }
+    addr
 }
 
 fn drain_into(
@@ -272,6 +286,20 @@ pub fn run_expecting_exit(args: &[OsString]) -> (ExitStatus, String, String) {
     }
     let text = |b: &Arc<Mutex<Vec<u8>>>| String::from_utf8_lossy(&b.lock().unwrap()).into_owned();
     (status, text(&out), text(&err))
+}
+
+/// Poll `cond` every 50 ms for up to `limit`.
+pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Deterministic pseudo-random bytes (xorshift), for binary files.

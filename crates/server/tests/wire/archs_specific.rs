@@ -29,20 +29,6 @@ fn held_connection(s: &Server) -> Conn {
     c
 }
 
-/// Poll `cond` every 50 ms for up to `limit`.
-fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(50));
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // pool
 

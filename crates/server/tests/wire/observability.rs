@@ -134,9 +134,6 @@ arch_tests! {
     /// The stats endpoint: off (404) by default; with --stats-path, JSON with every counter,
     /// counting requests and connections, and cache hits for a repeated file.
     fn stats_endpoint(arch) {
-        // mp: each worker process has its own counters and the endpoint shows those of the
-        // worker that answers, so the counting is checked on a single worker.
-        let arch: &[&str] = if arch.contains(&"mp") { &["--arch", "mp", "--processes", "1"] } else { arch };
         let s = Server::start(arch, &[], fill);
         s.get(STATS).assert_status(404);
 
@@ -171,11 +168,45 @@ arch_tests! {
         }
     }
 
+    /// The counters are the whole server's, under mp too (summed over its workers): N
+    /// requests on N connections, then successive scrapes count exactly N, N+1, N+2.
+    fn stats_count_the_whole_server(arch) {
+        let s = Server::start(arch, &["--stats-path", STATS], fill);
+        for _ in 0..20 {
+            assert_eq!(s.get("/a.txt").assert_status(200).body, b"AAAA");
+        }
+        for n in 20..23 {
+            let st = stats(s.addr, STATS);
+            assert_eq!(counter(&st, "requests"), n, "{st}");
+        }
+        assert!(counter(&stats(s.addr, STATS), "connections_accepted") >= 23);
+    }
+
+    /// --stats-listen: the counters on an address of their own (any GET path), the whole
+    /// server's; the site's port does not serve them.
+    fn stats_on_a_separate_address(arch) {
+        let s = Server::start(arch, &["--stats-listen", "127.0.0.1:0"], fill);
+        let stats_line = || s.stdout_lines().into_iter().find(|l| l.starts_with("amped: stats on http://"));
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while stats_line().is_none() && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(20));
+        }
+        let line = stats_line().unwrap_or_else(|| panic!("no stats line: {:?}", s.stdout_lines()));
+        let addr: std::net::SocketAddr =
+            line.trim_start_matches("amped: stats on http://").trim_end_matches('/').parse().unwrap();
+        for _ in 0..5 {
+            s.get("/a.txt").assert_status(200);
+        }
+        s.get(STATS).assert_status(404);
+        let st = stats(addr, "/metrics");
+        assert_eq!(counter(&st, "requests"), 6, "{st}");
+        let r = request_once(addr, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+        r.assert_status(405);
+        assert_eq!(r.must("allow"), "GET, HEAD");
+    }
+
     /// With the caches switched off, the stats show no cache hits.
     fn stats_caches_off(arch) {
-        // mp: each worker process has its own counters and the endpoint shows those of the
-        // worker that answers, so the counting is checked on a single worker.
-        let arch: &[&str] = if arch.contains(&"mp") { &["--arch", "mp", "--processes", "1"] } else { arch };
         let s = Server::start(arch, &["--stats-path", STATS, "--no-path-cache", "--no-header-cache", "--no-file-cache"], fill);
         for _ in 0..3 {
             assert_eq!(s.get("/a.txt").assert_status(200).body, b"AAAA");

@@ -85,7 +85,7 @@ impl Stages {
     /// Admission control refused a request: count it, and say so on stderr at most once a
     /// second.
     fn note_refusal(&mut self) {
-        bump(&self.pipeline.stats.queue_overflows);
+        bump(self.pipeline.stats.queue_overflows());
         let now = Instant::now();
         if self.last_refusal_note.is_none_or(|t| now - t >= Duration::from_secs(1)) {
             self.last_refusal_note = Some(now);
@@ -121,7 +121,7 @@ impl JobRunner for Stages {
                 Err(job) => {
                     // The response is under way: no 503 now. The socket stage reads the chunk
                     // itself, as SPED would.
-                    bump(&self.pipeline.stats.jobs_inline);
+                    bump(self.pipeline.stats.jobs_inline());
                     Some(self.pipeline.run_job(job))
                 }
             },

@@ -157,7 +157,7 @@ impl Core {
             // A bug hit by one job answers that request 500 instead of killing the thread.
             let run = AssertUnwindSafe(|| p.run_job(job));
             let done = std::panic::catch_unwind(run).unwrap_or(JobDone::Failed);
-            bump(&p.stats.jobs_helper);
+            bump(p.stats.jobs_helper());
             bump(&self.gauges.jobs);
             if self.done.send((token, done)).is_err() {
                 return false;

@@ -78,7 +78,7 @@ pub fn run(
     let ring = open_ring(RING_ENTRIES)?;
     // The ring waits for connections itself; accepted sockets inherit TCP_NODELAY.
     listener.set_nonblocking(false)?;
-    socket2::SockRef::from(&listener).set_tcp_nodelay(true)?;
+    let _ = socket2::SockRef::from(&listener).set_tcp_nodelay(true); // (not on a Unix socket)
     let helpers = HelperPool::start(pipeline.clone(), pipeline.cfg.helpers)?;
     UringLoop::new(pipeline, ring, helpers, listener).run(shutdown)
 }
@@ -158,7 +158,7 @@ impl UringLoop {
         let mut batch: Vec<Completion> = Vec::with_capacity(256);
         let mut life = Lifecycle::new();
         loop {
-            if life.shutdown_begins(shutdown, self.pipeline.cfg.shutdown_timeout) {
+            if life.shutdown_begins(shutdown, self.pipeline.cfg.shutdown_timeout()) {
                 self.begin_drain();
             }
             if life.should_stop(self.conns.is_empty() && self.accept_op.is_none()) {
@@ -192,7 +192,7 @@ impl UringLoop {
         if self.conns.len() >= self.pipeline.cfg.max_connections {
             if !self.at_cap {
                 self.at_cap = true;
-                bump(&self.pipeline.stats.accept_pauses);
+                bump(self.pipeline.stats.accept_pauses());
             }
             return;
         }
@@ -214,8 +214,8 @@ impl UringLoop {
         match r {
             Ok((sock, peer)) => self.register(sock, peer),
             Err(e) if is_fd_exhaustion(&e) => {
-                eprintln!("amped: accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
-                bump(&self.pipeline.stats.accept_pauses);
+                crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                bump(self.pipeline.stats.accept_pauses());
                 self.accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
             }
             Err(_) => {} // ECONNABORTED and friends: the client gave up
@@ -239,8 +239,8 @@ impl UringLoop {
             opening: None,
             dozing: false,
         });
-        bump(&self.pipeline.stats.connections_accepted);
-        bump(&self.pipeline.stats.connections_open);
+        bump(self.pipeline.stats.connections_accepted());
+        bump(self.pipeline.stats.connections_open());
         self.advance(key);
     }
 
@@ -296,7 +296,7 @@ impl UringLoop {
                 c.phase = Phase::Parked;
                 let cold = !residency::is_resident(&file.file, offset, max as u64).unwrap_or(true);
                 if cold {
-                    bump(&self.pipeline.stats.residency_misses);
+                    bump(self.pipeline.stats.residency_misses());
                     if !self.gate.try_start() {
                         let since = out.since;
                         return self.gate.wait(since, ColdRead { token, file, offset, max, buf });
@@ -419,7 +419,7 @@ impl UringLoop {
                 c.state.inbuf = buf;
                 if c.timed_out {
                     c.timed_out = false; // from here the send timeout applies to the 408
-                    let resp = self.pipeline.timeout_response(c.state.peer);
+                    let resp = self.pipeline.timeout_response(c.state.peer, &c.state.inbuf);
                     c.out = Some(Sending::new(resp));
                     return self.pump(key);
                 }
@@ -546,7 +546,7 @@ impl UringLoop {
                 self.start_waiting_reads();
             }
         }
-        drop_one(&self.pipeline.stats.connections_open);
+        drop_one(self.pipeline.stats.connections_open());
     }
 
     /// Submits the oldest waiting cold reads while disk slots are free, skipping those whose
@@ -591,13 +591,13 @@ impl UringLoop {
             .map(|(k, _)| k)
             .collect();
         for key in expired {
-            bump(&self.pipeline.stats.timeouts);
+            bump(self.pipeline.stats.timeouts());
             let c = &mut self.conns[key];
             match c.op {
                 Some(op) if c.phase == Phase::Head && c.partial && c.out.is_none() => {
                     // Cancel the receive; its completion sends the 408 (then closes).
                     c.timed_out = true;
-                    c.deadline = now + self.pipeline.cfg.send_timeout;
+                    c.deadline = now + self.pipeline.cfg.send_timeout();
                     self.ring.cancel(op);
                 }
                 _ => self.close(key),
@@ -613,7 +613,7 @@ impl UringLoop {
             // have their pages (they are scattered through the heap, so they would stay).
             amped_sys::memory::trim_heap();
         }
-        let keepalive = self.pipeline.cfg.keepalive_timeout;
+        let keepalive = self.pipeline.cfg.keepalive_timeout();
         for (_, c) in self.conns.iter_mut() {
             let idle_since = c.deadline.checked_sub(keepalive);
             if c.phase == Phase::Idle
