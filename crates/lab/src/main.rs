@@ -21,6 +21,7 @@ mod slowdisk;
 mod stats;
 mod svg;
 mod tools;
+mod verdict;
 
 use clap::Parser;
 

@@ -129,9 +129,14 @@ impl Lab {
         mut self,
         parameters: Value,
         disk: Option<Value>,
-        notes: Vec<String>,
+        mut notes: Vec<String>,
         summary: &str,
     ) -> Result<PathBuf, String> {
+        let mut summary = summary.to_string();
+        if let Some(why) = &self.run.png_missing {
+            notes.push(format!("figures: {why}"));
+            summary.push_str(&format!("\n> **No PNG figures**: {why}.\n"));
+        }
         let setup = Setup {
             experiment: self.experiment,
             quick: self.quick,
@@ -147,7 +152,7 @@ impl Lab {
         let json = setup.to_json();
         let io = |e: std::io::Error| format!("cannot write results: {e}");
         self.run.write_json("setup.json", &json).map_err(io)?;
-        self.run.write("summary.md", summary).map_err(io)?;
+        self.run.write("summary.md", &summary).map_err(io)?;
         self.run.finish();
         eprintln!("[amplab {}] done: {}", self.experiment, self.run.path.display());
         Ok(self.run.path.clone())

@@ -16,8 +16,9 @@ use crate::load::{Measurement, ab};
 use crate::progress::Progress;
 use crate::report::csv::{Csv, num};
 use crate::report::markdown::table;
-use crate::stats::{fmt, median, ratio};
+use crate::stats::{Spread, fmt, median, ratio};
 use crate::svg::{Chart, Plot, Scale, Series};
+use crate::verdict::{Cmp, judge};
 
 /// nopool vs pool 5, as in the seed.
 pub const DEFAULT_SERVERS: &[&str] = &["mt", "pool:threads=5"];
@@ -180,7 +181,7 @@ pub fn run(a: &PoolArgs) -> Result<std::path::PathBuf, String> {
     s.push_str("Figures: ");
     s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
     s.push_str("\n\n## Compared with the seed's conclusions\n\n");
-    s.push_str(&comparison(&cells, &labels, &conc));
+    s.push_str(&comparison(&cells, &labels, &conc, rounds, lab.quick));
     let failures: Vec<String> = cells
         .iter()
         .filter_map(|c| {
@@ -200,6 +201,34 @@ struct Stat {
     p50: f64,
     p99: f64,
     sd: f64,
+}
+
+/// A line of `f` over the concurrency levels: medians over rounds with their min–max, named
+/// `server` or `server what`.
+fn series(
+    cells: &[Cell],
+    conc: &[u32],
+    server: &str,
+    what: &str,
+    file: &str,
+    f: fn(&Measurement) -> f64,
+) -> Series {
+    let spreads: Vec<(f64, Spread)> = conc
+        .iter()
+        .map(|&c| {
+            let v: Vec<f64> = cells
+                .iter()
+                .filter(|x| x.server == server && x.file == file && x.concurrency == c)
+                .filter_map(|x| x.measurement.as_ref().map(f))
+                .collect();
+            (f64::from(c), Spread::of(&v))
+        })
+        .collect();
+    Series {
+        name: if what.is_empty() { server.to_string() } else { format!("{server} {what}") },
+        points: spreads.iter().map(|(x, s)| (*x, s.median)).collect(),
+        spread: spreads.iter().map(|(_, s)| s.range()).collect(),
+    }
 }
 
 fn stat(cells: &[Cell], server: &str, file: &str, c: u32) -> Stat {
@@ -270,17 +299,10 @@ fn write_outputs(
     }
     lab.run.write("results.csv", &csv.render()).map_err(io)?;
     lab.run.write_json("results.json", &cells).map_err(io)?;
-    let x = |c: u32| f64::from(c);
     let mut latency = Vec::new();
     for l in labels {
-        latency.push(Series {
-            name: format!("{l} median"),
-            points: conc.iter().map(|&c| (x(c), stat(cells, l, "small", c).p50)).collect(),
-        });
-        latency.push(Series {
-            name: format!("{l} p99"),
-            points: conc.iter().map(|&c| (x(c), stat(cells, l, "small", c).p99)).collect(),
-        });
+        latency.push(series(cells, conc, l, "median", "small", |m| m.latency.p50));
+        latency.push(series(cells, conc, l, "p99", "small", |m| m.latency.p99));
     }
     let small = lab
         .run
@@ -299,13 +321,8 @@ fn write_outputs(
             },
         )
         .map_err(io)?;
-    let throughput = labels
-        .iter()
-        .map(|l| Series {
-            name: l.clone(),
-            points: conc.iter().map(|&c| (x(c), stat(cells, l, "large", c).rps)).collect(),
-        })
-        .collect();
+    let throughput =
+        labels.iter().map(|l| series(cells, conc, l, "", "large", |m| m.rps)).collect();
     let large = lab
         .run
         .write_chart(
@@ -329,7 +346,23 @@ fn write_outputs(
     Ok(vec![small, large])
 }
 
-fn comparison(cells: &[Cell], labels: &[String], conc: &[u32]) -> String {
+/// A statistic of one cell in round `r` (NaN if not measured).
+fn in_round(
+    cells: &[Cell],
+    r: u32,
+    server: &str,
+    file: &str,
+    c: u32,
+    f: fn(&Measurement) -> f64,
+) -> f64 {
+    cells
+        .iter()
+        .find(|x| x.round == r && x.server == server && x.file == file && x.concurrency == c)
+        .and_then(|x| x.measurement.as_ref().map(f))
+        .unwrap_or(f64::NAN)
+}
+
+fn comparison(cells: &[Cell], labels: &[String], conc: &[u32], rounds: u32, quick: bool) -> String {
     let (Some(nopool), Some(pool)) = (
         labels.iter().find(|l| l.starts_with("mt")),
         labels.iter().find(|l| l.starts_with("pool")),
@@ -337,24 +370,43 @@ fn comparison(cells: &[Cell], labels: &[String], conc: &[u32]) -> String {
         return "The comparison needs an `mt` and a `pool` server.\n".into();
     };
     let mut out = String::new();
-    let diffs: Vec<f64> = conc
-        .iter()
-        .map(|&c| (stat(cells, nopool, "small", c).p50 - stat(cells, pool, "small", c).p50).abs())
+    let p50 = |m: &Measurement| m.latency.p50;
+    let p99 = |m: &Measurement| m.latency.p99;
+    // Per round: the largest small-file median difference over the concurrency levels.
+    let diffs: Vec<f64> = (0..rounds)
+        .map(|r| {
+            conc.iter()
+                .map(|&c| {
+                    (in_round(cells, r, nopool, "small", c, p50)
+                        - in_round(cells, r, pool, "small", c, p50))
+                    .abs()
+                })
+                .fold(f64::NAN, f64::max)
+        })
         .collect();
-    let worst = diffs.iter().copied().filter(|d| d.is_finite()).fold(0.0, f64::max);
+    let j = judge(&diffs, Cmp::AtMost(1.0), quick);
     out.push_str(&format!(
         "- *Medians are equal*: the largest small-file median difference is {} ms. {}\n",
-        fmt(worst, 1),
-        super::single_file::verdict(worst <= 1.0, "Holds", "Does not hold")
+        fmt(j.spread.median, 1),
+        j.text("Holds", "Does not hold")
     ));
-    let p99_better = conc
-        .iter()
-        .filter(|&&c| stat(cells, pool, "small", c).p99 <= stat(cells, nopool, "small", c).p99)
-        .count();
+    // Per round: the levels at which the pool's p99 is at most nopool's.
+    let better: Vec<f64> = (0..rounds)
+        .map(|r| {
+            conc.iter()
+                .filter(|&&c| {
+                    in_round(cells, r, pool, "small", c, p99)
+                        <= in_round(cells, r, nopool, "small", c, p99)
+                })
+                .count() as f64
+        })
+        .collect();
+    let j = judge(&better, Cmp::AtLeast((conc.len() / 2 + 1) as f64), quick);
     out.push_str(&format!(
-        "- *The pool has a lower 99th percentile for small files (no thread creation per connection)*: pool's p99 ≤ nopool's at {p99_better} of {} concurrency levels. {}\n",
+        "- *The pool has a lower 99th percentile for small files (no thread creation per connection)*: pool's p99 ≤ nopool's at {} of {} concurrency levels (median over rounds; a majority is needed). {}\n",
+        fmt(j.spread.median, 0),
         conc.len(),
-        super::single_file::verdict(p99_better * 2 > conc.len(), "Holds", "Does not hold here: creating a thread on modern Linux costs tens of microseconds, below ab's 1 ms resolution")
+        j.text("Holds", "Does not hold here: creating a thread on modern Linux costs tens of microseconds, below ab's 1 ms resolution")
     ));
     let sd_better = conc
         .iter()
@@ -367,20 +419,27 @@ fn comparison(cells: &[Cell], labels: &[String], conc: &[u32]) -> String {
             conc.len()
         ));
     }
-    let ratios: Vec<f64> = conc
-        .iter()
-        .map(|&c| ratio(stat(cells, pool, "large", c).rps, stat(cells, nopool, "large", c).rps))
+    // Per round: the largest relative difference of pool/nopool req/s over the levels.
+    let rps = |m: &Measurement| m.rps;
+    let gaps: Vec<f64> = (0..rounds)
+        .map(|r| {
+            conc.iter()
+                .map(|&c| {
+                    (ratio(
+                        in_round(cells, r, pool, "large", c, rps),
+                        in_round(cells, r, nopool, "large", c, rps),
+                    ) - 1.0)
+                        .abs()
+                        * 100.0
+                })
+                .fold(f64::NAN, f64::max)
+        })
         .collect();
-    let spread = ratios
-        .iter()
-        .copied()
-        .filter(|r| r.is_finite())
-        .map(|r| (r - 1.0).abs())
-        .fold(0.0, f64::max);
+    let j = judge(&gaps, Cmp::AtMost(5.0), quick);
     out.push_str(&format!(
-        "- *Large-file throughput is the same (I/O-bound)*: pool/nopool req/s within {}%. {}\n",
-        fmt(spread * 100.0, 1),
-        super::single_file::verdict(spread <= 0.05, "Holds", "Does not hold: here the 10 MiB transfer is bound by loopback copies on a CPU shared by all threads, and with C above 5 the pool queues connections behind busy workers")
+        "- *Large-file throughput is the same (I/O-bound)*: pool/nopool req/s within {}% (per round, the worst level). {}\n",
+        fmt(j.spread.median, 1),
+        j.text("Holds", "Does not hold: here the 10 MiB transfer is bound by loopback copies on a CPU shared by all threads, and with C above 5 the pool queues connections behind busy workers")
     ));
     out.push_str("\nOn loopback the 10 MiB transfer is CPU-bound (memory copies), not network-bound as on the seed's machine, so absolute req/s are much higher; with C above the pool's 5 threads, extra connections wait in the pool's queue, which shows in the latency of large files.\n");
     out

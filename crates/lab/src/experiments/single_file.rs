@@ -17,8 +17,9 @@ use crate::load::{Measurement, wrk};
 use crate::progress::Progress;
 use crate::report::csv::{Csv, num};
 use crate::report::markdown::table;
-use crate::stats::{fmt, median, ratio};
+use crate::stats::{Spread, fmt, median, ratio};
 use crate::svg::{Chart, Plot, Scale, Series};
+use crate::verdict::{Cmp, judge, ratios};
 
 /// Servers measured by default: every amped architecture (pool and mp sized for the 50
 /// keep-alive connections, since each of their workers holds one connection) and every peer.
@@ -225,6 +226,22 @@ pub fn median_of(cells: &[Cell], server: &str, mode: ModeArg, size: u64) -> Medi
     }
 }
 
+/// The spread over rounds of a statistic of one (server, mode, size).
+pub fn spread_of(
+    cells: &[Cell],
+    server: &str,
+    mode: ModeArg,
+    size: u64,
+    f: fn(&Measurement) -> f64,
+) -> Spread {
+    let v: Vec<f64> = cells
+        .iter()
+        .filter(|c| c.server == server && c.mode == mode && c.size_bytes == size)
+        .filter_map(|c| c.measurement.as_ref().map(f))
+        .collect();
+    Spread::of(&v)
+}
+
 /// Writes results.csv, results.json, medians.csv and the figures; returns the figure files.
 pub fn write_outputs(
     lab: &mut Lab,
@@ -299,19 +316,26 @@ pub fn write_outputs(
             ModeArg::Keepalive => format!("{} persistent connections", p.connections),
         };
         let subtitle = format!(
-            "{} generator, {conn}, {} s per cell, median of {} round(s), server pinned to one CPU",
-            p.generator, p.duration_s, p.rounds
+            "{} generator, {conn}, {} s per cell, median of {} round(s){}, server pinned to one CPU",
+            p.generator,
+            p.duration_s,
+            p.rounds,
+            if p.rounds > 1 { " (whiskers: min–max)" } else { "" }
         );
-        let series = |f: fn(&Median) -> f64| -> Vec<Series> {
+        let series = |f: fn(&Measurement) -> f64| -> Vec<Series> {
             labels
                 .iter()
-                .map(|s| Series {
-                    name: s.clone(),
-                    points: p
+                .map(|s| {
+                    let spreads: Vec<(f64, Spread)> = p
                         .sizes
                         .iter()
-                        .map(|&z| (z as f64 / 1024.0, f(&median_of(cells, s, mode, z))))
-                        .collect(),
+                        .map(|&z| (z as f64 / 1024.0, spread_of(cells, s, mode, z, f)))
+                        .collect();
+                    Series {
+                        name: s.clone(),
+                        points: spreads.iter().map(|(x, v)| (*x, v.median)).collect(),
+                        spread: spreads.iter().map(|(_, v)| v.range()).collect(),
+                    }
                 })
                 .collect()
         };
@@ -322,7 +346,7 @@ pub fn write_outputs(
             y_label: "output bandwidth, response bodies (Mb/s)".into(),
             x_scale: Scale::Linear,
             y_scale: Scale::Linear,
-            plot: Plot::Lines(series(|m| m.mbps)),
+            plot: Plot::Lines(series(|m| m.body_mbps)),
         };
         figures
             .push(lab.run.write_chart(&format!("bandwidth-{}", mode_name(mode)), &bw).map_err(io)?);
@@ -393,6 +417,35 @@ pub fn median_table(p: &Params, cells: &[Cell], labels: &[String], mode: ModeArg
     table(&h, &rows)
 }
 
+/// How much the rounds differ: the median and the widest (max − min) / median of req/s over the
+/// cells, and where the widest is. The figures' whiskers show each cell's min–max.
+pub fn spread_note(p: &Params, cells: &[Cell], labels: &[String]) -> String {
+    if p.rounds < 2 {
+        return "Spread: one round, so the noise between rounds was not measured.\n\n".into();
+    }
+    let mut all: Vec<(f64, String)> = Vec::new();
+    for l in labels {
+        for &mode in &p.modes {
+            for &size in &p.sizes {
+                let r = spread_of(cells, l, mode, size, |m| m.rps).relative();
+                if r.is_finite() {
+                    all.push((r, format!("{l}, {}, {}", mode_name(mode), size_name(size))));
+                }
+            }
+        }
+    }
+    let Some((widest, at)) = all.iter().max_by(|a, b| a.0.total_cmp(&b.0)) else {
+        return String::new();
+    };
+    let typical = median(&all.iter().map(|x| x.0).collect::<Vec<_>>());
+    format!(
+        "Spread over the {} rounds: (max − min) / median of req/s is {:.0} % for the median cell and up to {:.0} % ({at}); the figures' whiskers show each cell's min–max.\n\n",
+        p.rounds,
+        typical * 100.0,
+        widest * 100.0
+    )
+}
+
 /// The failed cells as lines.
 pub fn failures(cells: &[Cell]) -> Vec<String> {
     cells
@@ -425,78 +478,117 @@ fn summary(lab: &Lab, p: &Params, cells: &[Cell], labels: &[String], figures: &[
         s.push_str(&median_table(p, cells, labels, mode));
         s.push('\n');
     }
+    s.push_str(&spread_note(p, cells, labels));
     s.push_str("Figures: ");
     s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
     s.push_str("\n\n## Compared with the paper\n\n");
-    s.push_str(&comparison(p, cells, labels));
+    s.push_str(&comparison(p, cells, labels, lab.quick));
     s.push_str(&failures_section(&failures(cells)));
     s
 }
 
-/// The paper's findings, each checked against this run's medians where the servers were run.
-fn comparison(p: &Params, cells: &[Cell], labels: &[String]) -> String {
+/// Per-round values of a statistic of one (server, mode, size), NaN for a round without it.
+pub fn per_round(
+    cells: &[Cell],
+    rounds: u32,
+    server: &str,
+    mode: ModeArg,
+    size: u64,
+    f: fn(&Measurement) -> f64,
+) -> Vec<f64> {
+    (0..rounds)
+        .map(|r| {
+            cells
+                .iter()
+                .find(|c| {
+                    c.round == r && c.server == server && c.mode == mode && c.size_bytes == size
+                })
+                .and_then(|c| c.measurement.as_ref().map(f))
+                .unwrap_or(f64::NAN)
+        })
+        .collect()
+}
+
+/// The paper's findings, each checked against this run's rounds where the servers were run: a
+/// finding holds or not only when every round agrees ([`crate::verdict`]).
+fn comparison(p: &Params, cells: &[Cell], labels: &[String], quick: bool) -> String {
     let mode = if p.modes.contains(&ModeArg::Close) { ModeArg::Close } else { p.modes[0] };
     let small = p.sizes.iter().copied().filter(|&s| s > 0).min().unwrap_or(0);
     let large = p.sizes.iter().copied().max().unwrap_or(0);
     let rate = |l: &str, z: u64| median_of(cells, l, mode, z).rps;
+    let rounds = |l: &str| per_round(cells, p.rounds, l, mode, small, |m| m.rps);
     let has = |l: &str| labels.iter().any(|x| x == l);
     let mut out = String::new();
     out.push_str(&format!(
-        "Checks use the {} medians at {} (small) and {} (large).\n\n",
+        "Checks use the {} cells at {} (small) and {} (large): the ratios are per round (median, and the range over the {} round(s)); a finding holds or fails only when every round agrees, otherwise it is within noise.\n\n",
         mode_title(mode),
         size_name(small),
-        size_name(large)
+        size_name(large),
+        p.rounds
     ));
     let archs: Vec<&String> = labels
         .iter()
         .filter(|l| crate::servers::ServerSpec::parse(l).is_ok_and(|s| s.is_amped()))
         .collect();
     if archs.len() >= 2 {
-        let rates: Vec<f64> =
-            archs.iter().map(|l| rate(l, small)).filter(|r| r.is_finite() && *r > 0.0).collect();
-        let spread = ratio(
-            rates.iter().copied().fold(f64::MIN, f64::max),
-            rates.iter().copied().fold(f64::MAX, f64::min),
-        );
+        let per: Vec<Vec<f64>> = archs.iter().map(|l| rounds(l)).collect();
+        let spreads: Vec<f64> = (0..p.rounds as usize)
+            .map(|r| {
+                let v: Vec<f64> =
+                    per.iter().map(|x| x[r]).filter(|v| v.is_finite() && *v > 0.0).collect();
+                ratio(
+                    v.iter().copied().fold(f64::MIN, f64::max),
+                    v.iter().copied().fold(f64::MAX, f64::min),
+                )
+            })
+            .collect();
+        let j = judge(&spreads, Cmp::AtMost(1.3), quick);
         out.push_str(&format!(
             "- *Architecture barely matters on a cached file*: the fastest amped architecture is {}× the slowest at {}. {}\n",
-            fmt(spread, 2),
+            fmt(j.spread.median, 2),
             size_name(small),
-            verdict(spread <= 1.3, "Holds", "Does not hold: per-connection costs (thread or process creation, hand-offs) are visible on modern Linux where the 1999 network hid them")
+            j.text("Holds", "Does not hold: per-connection costs (thread or process creation, hand-offs) are visible on modern Linux where the 1999 network hid them")
         ));
     }
     if has("sped") && has("amped") {
-        let r = ratio(rate("sped", small), rate("amped", small));
+        let j = judge(&ratios(&rounds("sped"), &rounds("amped")), Cmp::AtLeast(1.0), quick);
         out.push_str(&format!(
             "- *Flash-SPED slightly outperforms Flash (AMPED pays a residency test)*: sped/amped = {} at {}. {}\n",
-            fmt(r, 2),
+            fmt(j.spread.median, 2),
             size_name(small),
-            verdict(r >= 1.0, "Holds", "Does not hold here: amped's residency test is a cheap non-blocking check, within the noise of this machine")
+            j.text("Holds", "Does not hold here: amped's residency test is a cheap non-blocking check")
         ));
     }
     for arch in ["mt", "mp"] {
         if let (true, Some(l)) = (has("amped"), labels.iter().find(|l| l.starts_with(arch))) {
-            let r = ratio(rate(l, small), rate("amped", small));
+            let j = judge(&ratios(&rounds(l), &rounds("amped")), Cmp::Below(1.0), quick);
             out.push_str(&format!(
                 "- *Flash-{} lags slightly (context switches)*: {l}/amped = {} at {}. {}\n",
                 arch.to_uppercase(),
-                fmt(r, 2),
+                fmt(j.spread.median, 2),
                 size_name(small),
-                verdict(r < 1.0, "Holds", "Does not hold here")
+                j.text("Holds", "Does not hold here")
             ));
         }
     }
     let apache: Vec<&String> = labels.iter().filter(|l| l.starts_with("apache")).collect();
     if let Some(a) = apache.first() {
-        let lowest = labels
-            .iter()
-            .filter(|l| rate(l, small).is_finite())
-            .min_by(|x, y| rate(x, small).total_cmp(&rate(y, small)));
+        let others: Vec<Vec<f64>> =
+            labels.iter().filter(|l| !l.starts_with("apache")).map(|l| rounds(l)).collect();
+        let best_apache: Vec<Vec<f64>> = apache.iter().map(|l| rounds(l)).collect();
+        let per_round: Vec<f64> = (0..p.rounds as usize)
+            .map(|r| {
+                let fastest_apache = best_apache.iter().map(|x| x[r]).fold(f64::NAN, f64::max);
+                let slowest_other = others.iter().map(|x| x[r]).fold(f64::NAN, f64::min);
+                ratio(fastest_apache, slowest_other)
+            })
+            .collect();
+        let j = judge(&per_round, Cmp::Below(1.0), quick);
         out.push_str(&format!(
-            "- *Apache is clearly the slowest*: slowest at {} is {}. {}\n",
+            "- *Apache is clearly the slowest*: fastest Apache / slowest other server = {} at {}. {}\n",
+            fmt(j.spread.median, 2),
             size_name(small),
-            lowest.map_or("-", |s| s.as_str()),
-            verdict(lowest.is_some_and(|l| l.starts_with("apache")), "Holds", &format!("Does not hold: {a} with sendfile and an event MPM is a modern, optimized server, unlike Apache 1.3"))
+            j.text("Holds", &format!("Does not hold: {a} with sendfile and an event MPM is a modern, optimized server, unlike Apache 1.3"))
         ));
     }
     let peers: Vec<&String> = labels
@@ -521,9 +613,4 @@ fn comparison(p: &Params, cells: &[Cell], labels: &[String]) -> String {
          event-driven servers alike; the differences that remain are per-request user-space work.\n",
     );
     out
-}
-
-/// "Holds." or the given reason.
-pub fn verdict(ok: bool, yes: &str, no: &str) -> String {
-    if ok { format!("{yes}.") } else { format!("{no}.") }
 }
