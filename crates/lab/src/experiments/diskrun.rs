@@ -563,20 +563,13 @@ struct Phase {
 }
 
 impl Phase {
-    /// The failure to report, if any: the run's error or its failed requests.
+    /// The failure to report, if any: the run's error, or its failed requests and non-2xx
+    /// answers by kind.
     fn failure(&self) -> Option<String> {
         if let Some(e) = &self.error {
             return Some(e.clone());
         }
-        let m = self.measurement.as_ref()?;
-        (m.errors > 0).then(|| {
-            format!(
-                "{} of {} requests failed ({})",
-                m.errors,
-                m.requests + m.errors,
-                m.first_error.clone().unwrap_or_default()
-            )
-        })
+        self.measurement.as_ref()?.problems()
     }
 }
 

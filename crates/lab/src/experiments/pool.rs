@@ -115,13 +115,7 @@ pub fn run(a: &PoolArgs) -> Result<std::path::PathBuf, String> {
                     };
                     let (measurement, error, raw) = match result {
                         Ok((m, raw)) => {
-                            let e = (m.errors > 0).then(|| {
-                                format!(
-                                    "{} errors ({})",
-                                    m.errors,
-                                    m.first_error.clone().unwrap_or_default()
-                                )
-                            });
+                            let e = m.problems();
                             (Some(m), e, raw)
                         }
                         Err(e) => (None, Some(e.to_string()), Value::Null),

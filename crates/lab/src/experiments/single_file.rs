@@ -179,11 +179,7 @@ pub fn measure(lab: &mut Lab, p: &Params) -> Result<Vec<Cell>, String> {
                     let alive = server.alive();
                     let (measurement, error, raw) = match result {
                         Ok((m, raw)) => {
-                            let err = m
-                                .first_error
-                                .clone()
-                                .filter(|_| m.errors > 0)
-                                .map(|e| format!("{} errors ({e})", m.errors));
+                            let err = m.problems();
                             (Some(m), err, raw)
                         }
                         Err(e) => (None, Some(e.to_string()), Value::Null),

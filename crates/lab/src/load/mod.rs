@@ -5,10 +5,13 @@ pub mod ab;
 pub mod ampload;
 pub mod wrk;
 
-use serde::Serialize;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 
 /// One measured cell, whatever produced it.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Measurement {
     /// "ampload", "wrk" or "ab".
     pub generator: String,
@@ -27,10 +30,55 @@ pub struct Measurement {
     pub latency: Latency,
     /// What went wrong first, if anything.
     pub first_error: Option<String>,
+    /// Requests that got no valid answer, by kind (`timeout`, `connect`, `reset`,
+    /// `bad_response`; `failed` / `socket` for ab and wrk, which do not tell the kinds apart).
+    pub failed_by_kind: BTreeMap<String, u64>,
+    /// Answers with a status other than 2xx, by status (a replayed log's own 404s and 301s
+    /// land here, not among the failures).
+    pub non_2xx_by_status: BTreeMap<String, u64>,
+    /// The measured latency distribution as (fraction answered within, ms) points, from the
+    /// generator's histogram (ampload's percentile spectrum); empty when it has none.
+    pub latency_cdf: Vec<(f64, f64)>,
+}
+
+impl Measurement {
+    /// Requests that got no valid answer at all.
+    pub fn failed(&self) -> u64 {
+        self.failed_by_kind.values().sum()
+    }
+
+    /// What went wrong, by kind, or `None` if nothing did: `25 of 6031 requests got no answer
+    /// (timeout 25: no response within 30s); 184 answers were not 2xx (404 × 150, 301 × 34)`.
+    pub fn problems(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        let failed = self.failed();
+        if failed > 0 {
+            let kinds: Vec<String> =
+                self.failed_by_kind.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+            let first = self.first_error.as_deref().map_or(String::new(), |e| format!("; first {e}"));
+            parts.push(format!(
+                "{failed} of {} requests got no answer ({}{first})",
+                self.requests + failed,
+                kinds.join(", ")
+            ));
+        }
+        let non_2xx: u64 = self.non_2xx_by_status.values().sum();
+        if non_2xx > 0 {
+            let statuses: Vec<String> =
+                self.non_2xx_by_status.iter().map(|(s, n)| format!("{s} × {n}")).collect();
+            parts.push(format!(
+                "{non_2xx} of {} answers were not 2xx ({})",
+                self.requests,
+                statuses.join(", ")
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
 }
 
 /// Latency statistics in milliseconds.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Latency {
     pub min: f64,
     pub p5: f64,
@@ -63,8 +111,8 @@ impl Default for Latency {
 }
 
 impl Latency {
-    /// (fraction, latency ms) points of the cumulative distribution that the generator reported,
-    /// for CDF figures.
+    /// (fraction, latency ms) points through the percentiles the generator reported: the CDF
+    /// of a measurement that has no histogram (wrk, ab, runs before ampload exported one).
     pub fn cdf_points(&self) -> Vec<(f64, f64)> {
         [
             (0.0, self.min),
