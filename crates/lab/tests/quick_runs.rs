@@ -42,6 +42,14 @@ fn single_file_quick() {
         summary.contains("Quick run") && summary.contains("Compared with the paper"),
         "{summary}"
     );
+    assert!(summary.contains("No verdict (quick run)") && !summary.contains("Holds"), "{summary}");
+    assert!(run.out.join("rate-close.png").is_file() || summary.contains("No PNG figures"));
+    // `amplab report` rebuilds the same summary (and the figures) from the raw results.
+    let svg = run.read("rate-close.svg");
+    std::fs::remove_file(run.out.join("rate-close.svg")).unwrap();
+    let (before, after) = run.report();
+    assert_eq!(before, after);
+    assert_eq!(run.read("rate-close.svg"), svg);
 }
 
 #[test]
@@ -152,6 +160,9 @@ fn disk_bound_quick() {
     let none = rows.iter().find(|r| r["model"] == "none").unwrap();
     assert_eq!(none["read_amplification"], "", "no disk counters without a slow disk");
     assert!(setup["parameters"]["rate"].as_f64().is_some_and(|r| r > 0.0));
+    assert!(run.read("summary.md").contains("measured latency histogram"));
+    let (before, after) = run.report();
+    assert_eq!(before, after);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! 3.3) of the memory cgroup's limit, and the summary says so. Several disk models
 //! (`--disk-emulation hdd,ssd,iops,none`) are run one after another and reported side by side.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::diskrun::{self, ClosedLoop, DiskCell, ScaledSet};

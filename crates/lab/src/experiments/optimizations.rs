@@ -51,19 +51,40 @@ pub fn run(a: &OptimizationsArgs) -> Result<std::path::PathBuf, String> {
         duration_s: a.common.duration.unwrap_or(if q { 0.4 } else { 5.0 }),
         warmup_s: a.common.warmup.unwrap_or(if q { 0.2 } else { 1.0 }),
         rounds: a.common.rounds.unwrap_or(if q { 1 } else { 3 }),
-        generator: single_file::generator_name(a.generator),
+        generator: single_file::generator_name(a.generator).into(),
     };
     let specs = combinations(&a.arch);
     let defaults: Vec<&str> = specs.iter().map(String::as_str).collect();
     let mut lab = Lab::open("optimizations", &a.common, &defaults)?;
     let cells = single_file::measure(&mut lab, &p)?;
-    let figures =
-        single_file::write_outputs(&mut lab, &p, &cells, &specs, "amped cache combinations")?;
+    single_file::write_results(&mut lab, &cells)?;
+    let s = outputs(&mut lab, &a.arch, &p, &cells, &specs)?;
+    lab.finish(json!({"arch": a.arch, "combinations": specs, "sweep": p}), None, Vec::new(), &s)
+}
+
+/// `amplab report`: the figures and summary of a recorded E3 run, from its results.json.
+pub fn rebuild(lab: &mut Lab, setup: &serde_json::Value) -> Result<String, String> {
+    let parameters = &setup["parameters"];
+    let p: Params = super::rebuild::parameters(&parameters["sweep"])?;
+    let specs: Vec<String> = super::rebuild::parameters(&parameters["combinations"])?;
+    let arch = parameters["arch"].as_str().unwrap_or("amped").to_string();
+    let cells = single_file::recorded_cells(lab)?;
+    outputs(lab, &arch, &p, &cells, &specs)
+}
+
+/// Writes medians.csv and the figures; returns the summary.
+fn outputs(
+    lab: &mut Lab,
+    arch: &str,
+    p: &Params,
+    cells: &[single_file::Cell],
+    specs: &[String],
+) -> Result<String, String> {
+    let figures = single_file::write_outputs(lab, p, cells, specs, "amped cache combinations")?;
     let mut s = lab.summary_head(
         "E3 optimization breakdown (Flash 1999 §6.3, Fig 11)",
         &format!(
-            "amped --arch {} with each combination of --no-path-cache / --no-header-cache / --no-file-cache on one cached file, sizes {}; {} closed-loop connections; {} s per cell; {} round(s), medians",
-            a.arch,
+            "amped --arch {arch} with each combination of --no-path-cache / --no-header-cache / --no-file-cache on one cached file, sizes {}; {} closed-loop connections; {} s per cell; {} round(s), medians",
             p.sizes.iter().map(|&z| size_name(z)).collect::<Vec<_>>().join(", "),
             p.connections,
             p.duration_s,
@@ -72,16 +93,16 @@ pub fn run(a: &OptimizationsArgs) -> Result<std::path::PathBuf, String> {
     );
     for &mode in &p.modes {
         s.push_str(&format!("## {} — median req/s / Mb/s\n\n", single_file::mode_name(mode)));
-        s.push_str(&median_table(&p, &cells, &specs, mode));
+        s.push_str(&median_table(p, cells, specs, mode));
         s.push('\n');
     }
-    s.push_str(&single_file::spread_note(&p, &cells, &specs));
+    s.push_str(&single_file::spread_note(p, cells, specs));
     s.push_str("Figures: ");
     s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
     s.push_str("\n\n## Compared with the paper\n\n");
-    s.push_str(&comparison(&p, &cells, &specs, lab.quick));
-    s.push_str(&failures_section(&failures(&cells)));
-    lab.finish(json!({"arch": a.arch, "combinations": specs, "sweep": p}), None, Vec::new(), &s)
+    s.push_str(&comparison(p, cells, specs, lab.quick));
+    s.push_str(&failures_section(&failures(cells)));
+    Ok(s)
 }
 
 fn comparison(p: &Params, cells: &[single_file::Cell], specs: &[String], quick: bool) -> String {

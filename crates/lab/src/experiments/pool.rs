@@ -5,7 +5,7 @@
 //! Without ab, ampload `--close` stands in (it reports no standard deviation), and the summary
 //! says so.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{Lab, failures_section};
@@ -27,11 +27,11 @@ pub const DEFAULT_SERVERS: &[&str] = &["mt", "pool:threads=5"];
 const LARGE_BYTES: u64 = 10 << 20;
 
 /// One measured cell.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Cell {
     pub round: u32,
     pub server: String,
-    pub file: &'static str,
+    pub file: String,
     pub concurrency: u32,
     pub requests: u64,
     pub measurement: Option<Measurement>,
@@ -87,7 +87,7 @@ pub fn run(a: &PoolArgs) -> Result<std::path::PathBuf, String> {
                             cells.push(Cell {
                                 round,
                                 server: spec.label.clone(),
-                                file,
+                                file: file.into(),
                                 concurrency: c,
                                 requests: n,
                                 measurement: None,
@@ -123,7 +123,7 @@ pub fn run(a: &PoolArgs) -> Result<std::path::PathBuf, String> {
                     cells.push(Cell {
                         round,
                         server: spec.label.clone(),
-                        file,
+                        file: file.into(),
                         concurrency: c,
                         requests: n,
                         measurement,
@@ -136,55 +136,16 @@ pub fn run(a: &PoolArgs) -> Result<std::path::PathBuf, String> {
         }
     }
     let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
-    let figures = write_outputs(&mut lab, &cells, &labels, &conc, generator, small_n, large_n)?;
-    let mut s = lab.summary_head(
-        "E6 thread pool vs thread per connection (the CSE 124 student experiment)",
-        &format!("`{generator}` with a new connection per request (`Connection: close`): {small_n} requests for a 37-byte file and {large_n} for a {} MiB file per cell, concurrency {}; {rounds} round(s), medians of each statistic", LARGE_BYTES >> 20, conc.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
-    );
-    if let Some(n) = &note {
-        s.push_str(&format!("**Note**: {n}\n\n"));
-    }
-    for (file, title) in [("small", "37-byte file"), ("large", "10 MiB file")] {
-        s.push_str(&format!("## {title}: req/s, median / 99% / std-dev (ms)\n\n"));
-        let mut header = vec!["concurrency".to_string()];
-        for l in &labels {
-            header.push(format!("{l} req/s"));
-            header.push(format!("{l} p50 / p99 / sd"));
-        }
-        let body: Vec<Vec<String>> = conc
-            .iter()
-            .map(|&c| {
-                let mut row = vec![c.to_string()];
-                for l in &labels {
-                    let st = stat(&cells, l, file, c);
-                    row.push(fmt(st.rps, 1));
-                    row.push(format!(
-                        "{} / {} / {}",
-                        fmt(st.p50, 1),
-                        fmt(st.p99, 1),
-                        fmt(st.sd, 2)
-                    ));
-                }
-                row
-            })
-            .collect();
-        s.push_str(&table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body));
-        s.push('\n');
-    }
-    s.push_str("Seed (2017, student httpd; req/s, p50/p99 ms): small c=5 nopool 928 (5/13), pool 931 (5/13); small c=20 nopool 814 (23/39), pool 867 (22/38); large c=5 nopool 3.29, pool 3.34; large c=20 nopool 3.36, pool 3.28.\n\n");
-    s.push_str("Figures: ");
-    s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
-    s.push_str("\n\n## Compared with the seed's conclusions\n\n");
-    s.push_str(&comparison(&cells, &labels, &conc, rounds, lab.quick));
-    let failures: Vec<String> = cells
-        .iter()
-        .filter_map(|c| {
-            c.error.as_ref().map(|e| {
-                format!("round {} {} {} c={}: {e}", c.round + 1, c.server, c.file, c.concurrency)
-            })
-        })
-        .collect();
-    s.push_str(&failures_section(&failures));
+    write_results(&mut lab, &cells)?;
+    let plan = Plan {
+        concurrency: conc.clone(),
+        small_requests: small_n,
+        large_requests: large_n,
+        rounds,
+        generator: generator.to_string(),
+        note: note.clone(),
+    };
+    let s = outputs(&mut lab, &plan, &cells, &labels)?;
     let params = json!({"concurrency": conc, "small_requests": small_n, "large_requests": large_n, "large_bytes": LARGE_BYTES, "rounds": rounds, "generator": generator});
     lab.finish(params, None, note.into_iter().collect(), &s)
 }
@@ -241,15 +202,8 @@ fn stat(cells: &[Cell], server: &str, file: &str, c: u32) -> Stat {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn write_outputs(
-    lab: &mut Lab,
-    cells: &[Cell],
-    labels: &[String],
-    conc: &[u32],
-    generator: &str,
-    small_n: u64,
-    large_n: u64,
-) -> Result<Vec<String>, String> {
+/// Writes the raw results: results.csv and results.json.
+fn write_results(lab: &mut Lab, cells: &[Cell]) -> Result<(), String> {
     let io = |e: std::io::Error| e.to_string();
     let mut csv = Csv::new(&[
         "round",
@@ -275,7 +229,7 @@ fn write_outputs(
         csv.row(vec![
             c.round.to_string(),
             c.server.clone(),
-            c.file.into(),
+            c.file.clone(),
             c.concurrency.to_string(),
             c.requests.to_string(),
             m.generator.clone(),
@@ -292,7 +246,19 @@ fn write_outputs(
         ]);
     }
     lab.run.write("results.csv", &csv.render()).map_err(io)?;
-    lab.run.write_json("results.json", &cells).map_err(io)?;
+    lab.run.write_json("results.json", &cells).map_err(io)
+}
+
+/// Writes the figures; returns their files.
+fn write_outputs(
+    lab: &mut Lab,
+    cells: &[Cell],
+    labels: &[String],
+    plan: &Plan,
+) -> Result<Vec<String>, String> {
+    let io = |e: std::io::Error| e.to_string();
+    let (conc, generator, small_n, large_n) =
+        (&plan.concurrency[..], plan.generator.as_str(), plan.small_requests, plan.large_requests);
     let mut latency = Vec::new();
     for l in labels {
         latency.push(series(cells, conc, l, "median", "small", |m| m.latency.p50));
@@ -338,6 +304,101 @@ fn write_outputs(
         )
         .map_err(io)?;
     Ok(vec![small, large])
+}
+
+/// What a pool-vs-nopool run measured, as setup.json records it.
+#[derive(Clone, Debug, Deserialize)]
+struct Plan {
+    concurrency: Vec<u32>,
+    small_requests: u64,
+    large_requests: u64,
+    rounds: u32,
+    generator: String,
+    /// Why ampload stood in for ab, if it did.
+    #[serde(skip)]
+    note: Option<String>,
+}
+
+/// `amplab report`: the figures and summary of a recorded E6 run, from its results.json.
+pub fn rebuild(lab: &mut Lab, setup: &Value) -> Result<String, String> {
+    let mut plan: Plan = super::rebuild::parameters(&setup["parameters"])?;
+    plan.note = setup["notes"]
+        .as_array()
+        .and_then(|n| n.iter().filter_map(Value::as_str).find(|n| !n.starts_with("figures:")))
+        .map(str::to_string);
+    let mut cells: Vec<Cell> = super::rebuild::results(&lab.run.path)?;
+    for c in &mut cells {
+        super::rebuild::refresh(&mut c.measurement, &c.raw, &mut c.error);
+    }
+    let labels = super::rebuild::labels(cells.iter().map(|c| &c.server));
+    outputs(lab, &plan, &cells, &labels)
+}
+
+/// Writes the figures; returns the summary.
+fn outputs(
+    lab: &mut Lab,
+    plan: &Plan,
+    cells: &[Cell],
+    labels: &[String],
+) -> Result<String, String> {
+    let figures = write_outputs(lab, cells, labels, plan)?;
+    let (conc, generator, small_n, large_n, rounds, note) = (
+        &plan.concurrency,
+        &plan.generator,
+        plan.small_requests,
+        plan.large_requests,
+        plan.rounds,
+        &plan.note,
+    );
+    let mut s = lab.summary_head(
+        "E6 thread pool vs thread per connection (the CSE 124 student experiment)",
+        &format!("`{generator}` with a new connection per request (`Connection: close`): {small_n} requests for a 37-byte file and {large_n} for a {} MiB file per cell, concurrency {}; {rounds} round(s), medians of each statistic", LARGE_BYTES >> 20, conc.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
+    );
+    if let Some(n) = &note {
+        s.push_str(&format!("**Note**: {n}\n\n"));
+    }
+    for (file, title) in [("small", "37-byte file"), ("large", "10 MiB file")] {
+        s.push_str(&format!("## {title}: req/s, median / 99% / std-dev (ms)\n\n"));
+        let mut header = vec!["concurrency".to_string()];
+        for l in labels {
+            header.push(format!("{l} req/s"));
+            header.push(format!("{l} p50 / p99 / sd"));
+        }
+        let body: Vec<Vec<String>> = conc
+            .iter()
+            .map(|&c| {
+                let mut row = vec![c.to_string()];
+                for l in labels {
+                    let st = stat(cells, l, file, c);
+                    row.push(fmt(st.rps, 1));
+                    row.push(format!(
+                        "{} / {} / {}",
+                        fmt(st.p50, 1),
+                        fmt(st.p99, 1),
+                        fmt(st.sd, 2)
+                    ));
+                }
+                row
+            })
+            .collect();
+        s.push_str(&table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body));
+        s.push('\n');
+    }
+    s.push_str("Seed (2017, student httpd; req/s, p50/p99 ms): small c=5 nopool 928 (5/13), pool 931 (5/13); small c=20 nopool 814 (23/39), pool 867 (22/38); large c=5 nopool 3.29, pool 3.34; large c=20 nopool 3.36, pool 3.28.\n\n");
+    s.push_str("Figures: ");
+    s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
+    s.push_str("\n\n## Compared with the seed's conclusions\n\n");
+    s.push_str(&comparison(cells, labels, conc, rounds, lab.quick));
+    let failures: Vec<String> = cells
+        .iter()
+        .filter_map(|c| {
+            c.error.as_ref().map(|e| {
+                format!("round {} {} {} c={}: {e}", c.round + 1, c.server, c.file, c.concurrency)
+            })
+        })
+        .collect();
+    s.push_str(&failures_section(&failures));
+    Ok(s)
 }
 
 /// A statistic of one cell in round `r` (NaN if not measured).

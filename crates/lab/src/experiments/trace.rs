@@ -3,7 +3,7 @@
 //! public: both are SPECweb99-like sets with Zipf traces, sized against the memory limit), or
 //! on a user's own Common Log Format log replayed in order against a matching file set.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::diskrun::{self, DiskCell, Load};
@@ -43,7 +43,7 @@ struct Workload {
 }
 
 /// One measured (workload, server).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     pub workload: String,
     pub round: u32,
@@ -233,6 +233,40 @@ fn mbps_spread(rows: &[Row], w: &str, server: &str) -> Spread {
         .filter_map(|r| r.cell.measurement.as_ref().map(|m| m.body_mbps))
         .collect();
     Spread::of(&v)
+}
+
+/// `amplab report`: the figure and summary of a recorded E2 run, from its results.json.
+pub fn rebuild(lab: &mut Lab, setup: &serde_json::Value) -> Result<String, String> {
+    let q = &setup["parameters"];
+    let num = |k: &str| q[k].as_f64().unwrap_or(f64::NAN);
+    let p = Params {
+        connections: num("connections") as u32,
+        requests_per_conn: num("requests_per_conn") as u32,
+        warmup: num("warmup_s"),
+        duration: num("duration_s"),
+        rounds: num("rounds") as u32,
+    };
+    let workloads: Vec<Workload> = q["workloads"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|w| Workload {
+                    name: w["name"].as_str().unwrap_or_default().to_string(),
+                    description: w["description"].as_str().unwrap_or_default().to_string(),
+                    root: std::path::PathBuf::new(),
+                    urls: Vec::new(),
+                    warm_urls: Vec::new(),
+                    bytes: w["bytes"].as_u64().unwrap_or(0),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let emu: DiskEmulation = super::rebuild::parameters(&setup["disk_emulation"])?;
+    let (rows, labels) = super::rebuild::disk_rows(&lab.run.path, |r: &mut Row| &mut r.cell)?;
+    lab.servers = super::rebuild::specs(&labels);
+    let names: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
+    let figure = chart(lab, &emu, &p, &rows, &names)?;
+    Ok(summary(lab, &emu, &p, &rows, &workloads, &figure))
 }
 
 /// Throughput per server, a group of bars per workload. Returns the figure's file name.

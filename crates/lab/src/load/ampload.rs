@@ -189,7 +189,12 @@ pub fn measurement(r: &Report) -> Measurement {
             }
         },
         first_error,
-        failed_by_kind: r.errors.iter().filter(|(_, n)| **n > 0).map(|(k, n)| (k.clone(), *n)).collect(),
+        failed_by_kind: r
+            .errors
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| (k.clone(), *n))
+            .collect(),
         non_2xx_by_status: r
             .status
             .iter()

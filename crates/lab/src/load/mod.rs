@@ -21,10 +21,13 @@ pub struct Measurement {
     pub ok: u64,
     /// Requests that failed (connect, timeout, reset, bad response) plus non-2xx/3xx answers.
     pub errors: u64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub duration_s: f64,
     /// Responses per second.
+    #[serde(deserialize_with = "nan_if_null")]
     pub rps: f64,
     /// Body bytes per second as Mb/s (10^6 bits), the papers' "output bandwidth".
+    #[serde(deserialize_with = "nan_if_null")]
     pub body_mbps: f64,
     /// Latency, milliseconds (NaN where the generator does not report it).
     pub latency: Latency,
@@ -53,9 +56,14 @@ impl Measurement {
         let mut parts = Vec::new();
         let failed = self.failed();
         if failed > 0 {
-            let kinds: Vec<String> =
-                self.failed_by_kind.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {n}")).collect();
-            let first = self.first_error.as_deref().map_or(String::new(), |e| format!("; first {e}"));
+            let kinds: Vec<String> = self
+                .failed_by_kind
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            let first =
+                self.first_error.as_deref().map_or(String::new(), |e| format!("; first {e}"));
             parts.push(format!(
                 "{failed} of {} requests got no answer ({}{first})",
                 self.requests + failed,
@@ -80,15 +88,25 @@ impl Measurement {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Latency {
+    #[serde(deserialize_with = "nan_if_null")]
     pub min: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p5: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p50: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p90: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p95: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p99: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p999: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub max: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub mean: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub std_dev: f64,
 }
 
@@ -130,6 +148,11 @@ impl Latency {
     }
 }
 
+/// Reads a number written by serde_json, which writes NaN as `null`.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 /// Why a load-generator run produced no measurement.
 #[derive(Clone, Debug)]
 pub enum LoadError {
@@ -152,5 +175,24 @@ impl std::fmt::Display for LoadError {
                 write!(f, "the load generator failed ({status}): {}", stderr.trim())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_measurement_reads_back_with_its_nans() {
+        let m = Measurement {
+            latency: Latency { p50: 1.5, ..Latency::default() },
+            ..Default::default()
+        };
+        let back: Measurement = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back.latency.p50, 1.5);
+        assert!(back.latency.p99.is_nan() && back.latency.std_dev.is_nan());
+        let old: Measurement =
+            serde_json::from_str(r#"{"generator":"ab","latency":{"p5":null}}"#).unwrap();
+        assert!(old.latency.p5.is_nan() && old.latency_cdf.is_empty());
     }
 }

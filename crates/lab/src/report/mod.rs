@@ -3,6 +3,7 @@
 //! Scratch files go to `tmp/`, which is removed when the run ends.
 
 pub mod csv;
+pub mod index;
 pub mod markdown;
 pub mod png;
 pub mod setup;
@@ -50,6 +51,11 @@ impl RunDir {
         // resolve relative paths against their own prefix, not our working directory.
         let path = fs::canonicalize(&path)?;
         Ok(RunDir { path, png_missing: None })
+    }
+
+    /// An existing run folder, to rewrite its figures and summary.
+    pub fn reopen(path: &Path) -> RunDir {
+        RunDir { path: path.to_path_buf(), png_missing: None }
     }
 
     /// `tmp/` (scratch, removed at the end).

@@ -13,6 +13,8 @@
 //!   panel per category, each with its own axis, so small bars stay visible.
 
 pub mod axis;
+#[cfg(test)]
+pub mod check;
 pub mod style;
 
 use std::fmt::Write;
@@ -419,50 +421,14 @@ fn subtitle_font_size(text: &str, width: f64) -> f64 {
 }
 
 #[cfg(test)]
-/// What a reviewer checks in a figure, read back from its SVG: every series has a legend entry
-/// whose text fits inside the canvas (by the same width estimate the layout uses), and no two
-/// series share a colour. Returns the series names, or what is wrong.
-pub fn check_figure(svg: &str) -> Result<Vec<String>, String> {
-    let doc = roxmltree::Document::parse(svg).map_err(|e| format!("not XML: {e}"))?;
-    let root = doc.root_element();
-    let num = |n: roxmltree::Node, a: &str| n.attribute(a).and_then(|v| v.parse::<f64>().ok());
-    let (width, height) = (num(root, "width").unwrap_or(0.0), num(root, "height").unwrap_or(0.0));
-    let class = |n: &roxmltree::Node, c: &str| n.attribute("class") == Some(c);
-    let mut names = Vec::new();
-    let mut colors: Vec<&str> = Vec::new();
-    for g in doc.descendants().filter(|n| class(n, "series")) {
-        let name = g.attribute("data-series").unwrap_or_default();
-        let color = g.attribute("data-color").unwrap_or_default();
-        if colors.contains(&color) {
-            return Err(format!("series {name:?} repeats colour {color}"));
-        }
-        colors.push(color);
-        let entry = doc
-            .descendants()
-            .find(|n| class(n, "legend-entry") && n.attribute("data-series") == Some(name))
-            .ok_or_else(|| format!("series {name:?} has no legend entry"))?;
-        if entry.attribute("data-color") != Some(color) {
-            return Err(format!("series {name:?}: the legend shows another colour"));
-        }
-        let text = entry
-            .descendants()
-            .find(|n| n.has_tag_name("text"))
-            .ok_or_else(|| format!("{name:?}: empty legend entry"))?;
-        let (x, y) = (num(text, "x").unwrap_or(-1.0), num(text, "y").unwrap_or(-1.0));
-        let label = text.text().unwrap_or_default();
-        if label != name || x < 0.0 || x + text_width(label) > width || y < 12.0 || y > height {
-            return Err(format!(
-                "legend entry {label:?} at ({x}, {y}) is not inside the {width}×{height} canvas"
-            ));
-        }
-        names.push(name.to_string());
-    }
-    Ok(names)
-}
-
-#[cfg(test)]
 mod tests {
+    use super::check::check_figure;
     use super::*;
+
+    #[test]
+    fn the_checker_measures_text_as_the_layout_does() {
+        assert_eq!(super::check::CHAR_W, CHAR_W);
+    }
 
     fn chart(plot: Plot) -> Chart {
         Chart {

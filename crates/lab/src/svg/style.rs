@@ -61,10 +61,11 @@ const KNOWN: [(&str, &str, Marker); 16] = [
 /// h2o is the 17th default server; kept apart so the table above stays one type.
 const H2O: (&str, &str, Marker) = ("h2o", "#393b79", Marker::Cross);
 
-/// Colours for labels not in the table, and for collisions within a figure.
+/// Colours for labels not in the table, and for collisions within a figure: none close to a
+/// colour of the table, so a variant is never mistaken for a default server.
 const SPARE: [&str; 14] = [
-    "#e6550d", "#31a354", "#756bb1", "#636363", "#3182bd", "#a55194", "#843c39", "#637939",
-    "#d6616b", "#7b4173", "#ce6dbd", "#5254a3", "#8ca252", "#bd9e39",
+    "#000000", "#e6ab02", "#1b9e77", "#e7298a", "#66a61e", "#a6761d", "#7570b3", "#d95f02",
+    "#fb9a99", "#6a3d9a", "#b2df8a", "#01665e", "#cab2d6", "#8c510a",
 ];
 
 /// Statistics drawn as the main line; others (p99, mean, …) are dashed.
