@@ -271,7 +271,7 @@ fn write_outputs(
             &Chart {
                 title: "37-byte file, a connection per request: latency vs concurrency".into(),
                 subtitle: format!(
-                    "{generator} -n {small_n} -c C -H 'Connection: close'; median of rounds"
+                    "{generator} -n {small_n} -c C -H 'Connection: close'; median of rounds, whiskers min–max"
                 ),
                 x_label: "concurrent clients (ab -c)".into(),
                 y_label: "response time (ms)".into(),
@@ -293,7 +293,7 @@ fn write_outputs(
                     LARGE_BYTES >> 20
                 ),
                 subtitle: format!(
-                    "{generator} -n {large_n} -c C -H 'Connection: close'; median of rounds"
+                    "{generator} -n {large_n} -c C -H 'Connection: close'; median of rounds, whiskers min–max"
                 ),
                 x_label: "concurrent clients (ab -c)".into(),
                 y_label: "requests per second (req/s)".into(),
