@@ -509,6 +509,7 @@ impl<'a> Session<'a> {
             requests_per_conn: load.requests_per_conn,
             urls_file: Some(urls.to_path_buf()),
             timeout_s: load.timeout_s,
+            interval_s: None,
         }
         .run(&self.lab.bins.ampload, self.lab.client_cpus());
         let secs = from.elapsed().as_secs_f64().max(secs);

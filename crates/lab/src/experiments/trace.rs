@@ -341,10 +341,17 @@ fn summary(
     let body: Vec<Vec<String>> = labels
         .iter()
         .map(|l| {
-            std::iter::once(l.clone()).chain(names.iter().map(|w| fmt(mbps(w, l), 1))).collect()
+            std::iter::once(l.clone())
+                .chain(names.iter().map(|w| mbps_spread(rows, w, l).text(1)))
+                .collect()
         })
         .collect();
     s.push_str(&table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body));
+    s.push_str(&if p.rounds > 1 {
+        format!("\nMedians over {} rounds with the rounds' min–max in parentheses (the figure's whiskers).\n", p.rounds)
+    } else {
+        "\nOne round: the noise between rounds was not measured.\n".to_string()
+    });
     s.push_str(&format!("\nFigure: [{figure}]({figure})\n\n## Compared with the paper\n\n"));
     for w in &names {
         let best = labels

@@ -22,6 +22,8 @@ pub struct Ampload {
     pub requests_per_conn: Option<u32>,
     pub urls_file: Option<PathBuf>,
     pub timeout_s: f64,
+    /// Per-window latency histograms of this length (`--interval`), for latency over time.
+    pub interval_s: Option<f64>,
 }
 
 /// The parts of ampload's JSON report amplab uses (unknown fields are ignored).
@@ -82,6 +84,7 @@ impl Ampload {
             requests_per_conn: None,
             urls_file: None,
             timeout_s: 10.0,
+            interval_s: None,
         }
     }
 
@@ -117,6 +120,10 @@ impl Ampload {
         }
         v.push("--timeout".into());
         v.push(format!("{}ms", (self.timeout_s * 1000.0).round()));
+        if let Some(i) = self.interval_s {
+            v.push("--interval".into());
+            v.push(format!("{}ms", (i * 1000.0).round().max(1.0)));
+        }
         v
     }
 
@@ -227,6 +234,8 @@ mod tests {
         a.urls_file = Some("/t/urls".into());
         let line = a.argv(Path::new("ampload")).join(" ");
         assert!(line.contains("--rate 1000 -k 5 --urls /t/urls"), "{line}");
+        a.interval_s = Some(1.0);
+        assert!(a.argv(Path::new("ampload")).join(" ").ends_with("--interval 1000ms"));
     }
 
     #[test]
