@@ -333,6 +333,9 @@ fn linux_comparison_quick() {
     ] {
         assert!(summary.contains(needle), "{needle}: {summary}");
     }
+    assert!(summary.contains("no verdict: quick run") && !summary.contains("**holds**"));
+    let (before, after) = run.report();
+    assert_eq!(before, after);
 }
 
 #[test]

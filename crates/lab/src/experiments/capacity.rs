@@ -43,6 +43,19 @@ pub(super) struct Params {
 }
 
 impl Params {
+    /// The parameters setup.json recorded (for `amplab report`).
+    pub(super) fn recorded(q: &serde_json::Value) -> Result<Params, String> {
+        let num = |k: &str| q[k].as_f64().unwrap_or(f64::NAN);
+        Ok(Params {
+            scales: super::rebuild::parameters(&q["scales"])?,
+            connections: num("connections") as u32,
+            requests_per_conn: num("requests_per_conn") as u32,
+            warmup: num("warmup_s"),
+            duration: num("duration_s"),
+            trace_len: num("trace_requests") as usize,
+        })
+    }
+
     pub(super) fn new(a: &CapacityArgs) -> Result<Params, String> {
         let q = a.common.quick;
         let scales = a

@@ -47,8 +47,15 @@ pub struct Lab {
 }
 
 /// The experiments' names, as setup.json records them.
-pub const EXPERIMENTS: [&str; 6] =
-    ["single-file", "trace", "optimizations", "disk-bound", "capacity", "pool-vs-nopool"];
+pub const EXPERIMENTS: [&str; 7] = [
+    "single-file",
+    "trace",
+    "optimizations",
+    "disk-bound",
+    "capacity",
+    "pool-vs-nopool",
+    "linux-comparison",
+];
 
 impl Lab {
     /// Opens a run of `experiment` with `default_servers` unless `--servers` was given.

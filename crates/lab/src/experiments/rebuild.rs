@@ -50,6 +50,7 @@ fn one(dir: &Path) -> Result<PathBuf, String> {
                 lab.experiment
             ));
         }
+        "linux-comparison" => super::linux_comparison::rebuild(&mut lab, &setup)?,
         _ => super::pool::rebuild(&mut lab, &setup)?,
     };
     lab.finish_rebuilt(&summary)

@@ -45,6 +45,14 @@ pub struct Measurement {
 }
 
 impl Measurement {
+    /// The latency CDF as (latency ms, fraction answered within) points, for figures, and
+    /// whether it is the measured histogram (`false`: only the reported percentiles).
+    pub fn cdf(&self) -> (Vec<(f64, f64)>, bool) {
+        let measured = !self.latency_cdf.is_empty();
+        let points = if measured { self.latency_cdf.clone() } else { self.latency.cdf_points() };
+        (points.into_iter().map(|(f, v)| (v, f)).collect(), measured)
+    }
+
     /// Requests that got no valid answer at all.
     pub fn failed(&self) -> u64 {
         self.failed_by_kind.values().sum()

@@ -39,7 +39,7 @@ const MARKERS: [Marker; 6] = [
 ];
 
 /// The servers amplab runs by default, with their colour and marker.
-const KNOWN: [(&str, &str, Marker); 16] = [
+const KNOWN: &[(&str, &str, Marker)] = &[
     ("amped", "#1f77b4", Marker::Circle),
     ("amped:instances=2", "#6baed6", Marker::Circle),
     ("sped", "#ff7f0e", Marker::Square),
@@ -56,10 +56,9 @@ const KNOWN: [(&str, &str, Marker); 16] = [
     ("apache-prefork-150", "#525252", Marker::Triangle),
     ("apache-prefork-300", "#a6a6a6", Marker::TriangleDown),
     ("lighttpd", "#bcbd22", Marker::Circle),
+    ("h2o", "#393b79", Marker::Cross),
+    ("staged", "#8c6d31", Marker::TriangleDown),
 ];
-
-/// h2o is the 17th default server; kept apart so the table above stays one type.
-const H2O: (&str, &str, Marker) = ("h2o", "#393b79", Marker::Cross);
 
 /// Colours for labels not in the table, and for collisions within a figure: none close to a
 /// colour of the table, so a variant is never mistaken for a default server.
@@ -80,7 +79,7 @@ fn hash(text: &str) -> u64 {
 /// The style of the series named `name` on its own.
 pub fn of(name: &str) -> Style {
     let (server, stat) = name.split_once(' ').unwrap_or((name, ""));
-    let known = KNOWN.iter().chain([&H2O]).find(|(label, _, _)| *label == server);
+    let known = KNOWN.iter().find(|(label, _, _)| *label == server);
     let (color, marker) = match known {
         Some((_, color, marker)) => (color.to_string(), *marker),
         None => {
