@@ -384,6 +384,30 @@ fn outputs(
         s.push_str(&table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body));
         s.push('\n');
     }
+    s.push_str(&if rounds > 1 {
+        let spread: Vec<f64> = labels
+            .iter()
+            .flat_map(|l| conc.iter().map(move |&c| (l, c)))
+            .flat_map(|(l, c)| {
+                ["small", "large"].map(|file| {
+                    let v: Vec<f64> = cells
+                        .iter()
+                        .filter(|x| &x.server == l && x.file == file && x.concurrency == c)
+                        .filter_map(|x| x.measurement.as_ref().map(|m| m.rps))
+                        .collect();
+                    Spread::of(&v).relative()
+                })
+            })
+            .filter(|r| r.is_finite())
+            .collect();
+        format!(
+            "Medians over {rounds} rounds; the rounds' (max − min) / median of req/s is {:.0} % for the median cell and up to {:.0} %; the figures' whiskers show each cell's min–max.\n\n",
+            median(&spread) * 100.0,
+            spread.iter().copied().fold(0.0, f64::max) * 100.0
+        )
+    } else {
+        "One round: the noise between rounds was not measured.\n\n".to_string()
+    });
     s.push_str("Seed (2017, student httpd; req/s, p50/p99 ms): small c=5 nopool 928 (5/13), pool 931 (5/13); small c=20 nopool 814 (23/39), pool 867 (22/38); large c=5 nopool 3.29, pool 3.34; large c=20 nopool 3.36, pool 3.28.\n\n");
     s.push_str("Figures: ");
     s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
