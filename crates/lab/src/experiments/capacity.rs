@@ -4,7 +4,7 @@
 //! 3.3) of the memory cgroup's limit, and the summary says so. Several disk models
 //! (`--disk-emulation hdd,ssd,iops,none`) are run one after another and reported side by side.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 
 use super::diskrun::{self, ClosedLoop, DiskCell, ScaledSet};
@@ -43,19 +43,6 @@ pub(super) struct Params {
 }
 
 impl Params {
-    /// The parameters setup.json recorded (for `amplab report`).
-    pub(super) fn recorded(q: &serde_json::Value) -> Result<Params, String> {
-        let num = |k: &str| q[k].as_f64().unwrap_or(f64::NAN);
-        Ok(Params {
-            scales: super::rebuild::parameters(&q["scales"])?,
-            connections: num("connections") as u32,
-            requests_per_conn: num("requests_per_conn") as u32,
-            warmup: num("warmup_s"),
-            duration: num("duration_s"),
-            trace_len: num("trace_requests") as usize,
-        })
-    }
-
     pub(super) fn new(a: &CapacityArgs) -> Result<Params, String> {
         let q = a.common.quick;
         let scales = a

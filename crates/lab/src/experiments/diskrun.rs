@@ -27,7 +27,7 @@ use crate::servers::{RunningServer, ServerSpec};
 use crate::slowdisk::Model;
 
 /// What the disk did during one phase of a server run.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct DiskUse {
     /// Reads that reached the emulated disk (FUSE READ requests; blkio: dispatched reads).
     pub reads: u64,
@@ -39,7 +39,7 @@ pub struct DiskUse {
 }
 
 /// One window of a latency-over-time run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Window {
     /// Seconds since the server answered its probe, cold: when the window's load started,
     /// and when its last answer came (a window runs late when answers do).

@@ -90,22 +90,6 @@ pub fn run(a: &LinuxComparisonArgs) -> Result<std::path::PathBuf, String> {
     lab.finish(params, Some(json!(emu)), notes, &s)
 }
 
-/// `amplab report`: the figures, staged-threads.csv and summary of a recorded E7 run, from its
-/// results.json.
-pub fn rebuild(lab: &mut Lab, setup: &serde_json::Value) -> Result<String, String> {
-    let q = &setup["parameters"];
-    let p = Params {
-        base: capacity::Params::recorded(q)?,
-        sample_every: Duration::from_millis(q["stage_sample_ms"].as_u64().unwrap_or(1000)),
-    };
-    let emu: DiskEmulation = super::rebuild::parameters(&setup["disk_emulation"])?;
-    let (rows, labels) = super::rebuild::disk_rows(&lab.run.path, |r: &mut Row| &mut r.cell)?;
-    lab.servers = super::rebuild::specs(&labels);
-    write_thread_csv(lab, &rows)?;
-    let figures = charts(lab, &emu, &p, &rows)?;
-    Ok(summary(lab, &emu, &p, &rows, &figures))
-}
-
 /// staged servers get a stats endpoint to sample (their label stays as written).
 fn observable(spec: &ServerSpec) -> ServerSpec {
     let mut spec = spec.clone();

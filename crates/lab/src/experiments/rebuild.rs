@@ -42,7 +42,7 @@ fn one(dir: &Path) -> Result<PathBuf, String> {
         "single-file" => super::single_file::rebuild(&mut lab, &setup)?,
         "optimizations" => super::optimizations::rebuild(&mut lab, &setup)?,
         "trace" => super::trace::rebuild(&mut lab, &setup)?,
-        "disk-bound" | "capacity" => {
+        "disk-bound" | "capacity" | "linux-comparison" => {
             return Err(format!(
                 "{}: amplab report does not rebuild {} runs yet (their results gained disk models; \
                  the figures and summary written by the run stand)",
@@ -50,7 +50,6 @@ fn one(dir: &Path) -> Result<PathBuf, String> {
                 lab.experiment
             ));
         }
-        "linux-comparison" => super::linux_comparison::rebuild(&mut lab, &setup)?,
         _ => super::pool::rebuild(&mut lab, &setup)?,
     };
     lab.finish_rebuilt(&summary)
