@@ -40,8 +40,11 @@ pub enum Command {
     /// Every experiment in turn, each into its own folder.
     All(AllArgs),
     /// apt-get install the peers and tools (root): nginx-light, apache2-bin, lighttpd, h2o,
-    /// apache2-utils (ab), wrk.
+    /// apache2-utils (ab), wrk, util-linux (taskset), fonts-dejavu-core (PNG figures).
     InstallPeers(InstallArgs),
+    /// Rebuild a run folder's figures and summary from its raw results (setup.json,
+    /// results.json), and/or write the index page of every run (--index).
+    Report(ReportArgs),
     /// Mount a directory through the emulated slow disk (a read-only FUSE passthrough that
     /// delays every request reaching it) and serve in the foreground until SIGTERM or unmount.
     #[command(hide = true)]
@@ -315,7 +318,7 @@ pub enum AbGeneratorArg {
 }
 
 /// The connection modes of the single-file tests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ModeArg {
     /// One request per connection (`Connection: close`), as the 1999 paper's HTTP/1.0 clients.
@@ -468,6 +471,21 @@ pub struct AllArgs {
     pub disk: DiskArgs,
     #[command(flatten)]
     pub shape: TraceShapeArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run folder (or a folder of runs, like `amplab all --out DIR` writes).
+    #[arg(required_unless_present = "index")]
+    pub dir: Option<PathBuf>,
+
+    /// Write INDEX.md in the runs folder: every run under it with its summary and figures.
+    #[arg(long)]
+    pub index: bool,
+
+    /// The runs folder for --index (default: bench/runs of the repository).
+    #[arg(long, value_name = "DIR")]
+    pub runs: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

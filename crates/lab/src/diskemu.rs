@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::datasets::files_under;
 use crate::proc::CgroupProcs;
@@ -29,7 +29,7 @@ const MEMORY_ROOT: &str = "/sys/fs/cgroup/memory";
 const BLKIO_ROOT: &str = "/sys/fs/cgroup/blkio";
 
 /// How the slow disk is emulated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// The FUSE slow disk (latency per miss) and the memory cgroup.
@@ -41,7 +41,7 @@ pub enum Method {
 }
 
 /// How the data set leaves the page cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Evict {
     /// `sync; echo 3 > /proc/sys/vm/drop_caches` (root; page cache, dentries and inodes).
@@ -52,7 +52,7 @@ pub enum Evict {
 }
 
 /// Whether the cgroups are in force, and if not, why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", content = "reason", rename_all = "kebab-case")]
 pub enum CgroupState {
     Applied,
@@ -81,7 +81,7 @@ pub struct Wanted {
 
 /// The disk-emulation settings of a run, as recorded in setup.json. With the FUSE disk it
 /// holds the mount; the last clone dropped unmounts it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DiskEmulation {
     /// The disk model's name (`--disk-emulation`), as reports and results.csv show it.
     pub name: String,
@@ -125,7 +125,7 @@ pub struct Cgroup {
 }
 
 /// What a cgroup saw while a server ran in it.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct CgroupStats {
     pub memory_max_usage_bytes: u64,
     pub memory_failcnt: u64,

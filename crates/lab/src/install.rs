@@ -6,9 +6,18 @@
 
 use std::process::Command;
 
-/// The packages: servers, then ab (apache2-utils) and wrk.
-pub const PACKAGES: [&str; 7] =
-    ["nginx-light", "apache2-bin", "lighttpd", "h2o", "apache2-utils", "wrk", "util-linux"];
+/// The packages: servers, then ab (apache2-utils), wrk, taskset (util-linux) and a font for the
+/// PNG figures (fonts-dejavu-core).
+pub const PACKAGES: [&str; 8] = [
+    "nginx-light",
+    "apache2-bin",
+    "lighttpd",
+    "h2o",
+    "apache2-utils",
+    "wrk",
+    "util-linux",
+    "fonts-dejavu-core",
+];
 
 /// Runs `apt-get update` and `apt-get install` (or prints them with `dry_run`).
 pub fn run(dry_run: bool) -> Result<(), String> {

@@ -21,10 +21,24 @@ mod slowdisk;
 mod stats;
 mod svg;
 mod tools;
+mod verdict;
 
 use clap::Parser;
 
 use cli::{Cli, Command};
+
+/// `amplab report`: rebuilds a run folder, then writes the index if asked.
+fn report(a: &cli::ReportArgs) -> Result<Vec<std::path::PathBuf>, String> {
+    let mut done = match &a.dir {
+        Some(dir) => experiments::rebuild::run(dir)?,
+        None => Vec::new(),
+    };
+    if a.index {
+        let runs = a.runs.clone().unwrap_or_else(report::runs_root);
+        done.push(report::index::write(&runs)?);
+    }
+    Ok(done)
+}
 
 fn main() {
     let cli = Cli::parse();
@@ -39,6 +53,7 @@ fn main() {
         Command::LinuxComparison(a) => experiments::linux_comparison::run(a).map(|p| vec![p]),
         Command::All(a) => experiments::all::run(a),
         Command::InstallPeers(a) => install::run(a.dry_run).map(|()| Vec::new()),
+        Command::Report(a) => report(a),
         Command::Slowdisk(a) => {
             a.options().and_then(|o| slowdisk::serve(&a.source, &a.mount, &o)).map(|()| Vec::new())
         }

@@ -11,6 +11,54 @@ pub fn median(values: &[f64]) -> f64 {
     if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
 }
 
+/// The spread of one quantity over rounds: median, min and max of the finite values.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Finite values (rounds that measured it).
+    pub n: usize,
+}
+
+impl Spread {
+    /// The spread of `values` (all NaN when none is finite).
+    pub fn of(values: &[f64]) -> Spread {
+        let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        let (min, max) = finite
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+        if finite.is_empty() {
+            return Spread { median: f64::NAN, min: f64::NAN, max: f64::NAN, n: 0 };
+        }
+        Spread { median: median(&finite), min, max, n: finite.len() }
+    }
+
+    /// (min, max), for whiskers.
+    pub fn range(&self) -> (f64, f64) {
+        (self.min, self.max)
+    }
+
+    /// `12.3 (11.0–14.1)` over several rounds, `12.3` for one.
+    pub fn text(&self, decimals: usize) -> String {
+        if self.n > 1 && self.max > self.min {
+            format!(
+                "{} ({}–{})",
+                fmt(self.median, decimals),
+                fmt(self.min, decimals),
+                fmt(self.max, decimals)
+            )
+        } else {
+            fmt(self.median, decimals)
+        }
+    }
+
+    /// The widest relative spread, (max − min) / median, NaN for fewer than two rounds.
+    pub fn relative(&self) -> f64 {
+        if self.n > 1 { ratio(self.max - self.min, self.median) } else { f64::NAN }
+    }
+}
+
 /// `a / b`, NaN when either is not a positive finite number.
 pub fn ratio(a: f64, b: f64) -> f64 {
     if a.is_finite() && b.is_finite() && b > 0.0 { a / b } else { f64::NAN }
@@ -34,5 +82,15 @@ mod tests {
         assert_eq!(fmt(f64::NAN, 2), "-");
         assert_eq!(fmt(1.234, 1), "1.2");
         assert!(ratio(1.0, 0.0).is_nan());
+    }
+
+    #[test]
+    fn spreads_over_rounds() {
+        let s = Spread::of(&[10.0, f64::NAN, 12.0, 9.0]);
+        assert_eq!((s.median, s.min, s.max, s.n), (10.0, 9.0, 12.0, 3));
+        assert_eq!(s.text(1), "10.0 (9.0–12.0)");
+        assert!((s.relative() - 0.3).abs() < 1e-12);
+        assert_eq!(Spread::of(&[5.0]).text(0), "5");
+        assert!(Spread::of(&[]).median.is_nan() && Spread::of(&[5.0]).relative().is_nan());
     }
 }

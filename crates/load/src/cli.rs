@@ -73,6 +73,29 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 
+    /// Request method (no request carries a body); `HEAD` responses are read without one.
+    #[arg(long, default_value = "GET")]
+    pub method: String,
+
+    /// Add a request header field, `-H 'Name: value'` (repeatable; a Host here replaces the
+    /// URL's).
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+
+    /// Print the latency percentile spectrum in the text report (like wrk2's --latency).
+    #[arg(long)]
+    pub latency: bool,
+
+    /// Also record one latency histogram per window of this length (e.g. 1s, 5s), reported in
+    /// --json's `intervals` and written to --hlog.
+    #[arg(long, value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+
+    /// Write the latency histograms as a standard HdrHistogram interval log (one per
+    /// --interval window, else one for the whole run; values in microseconds).
+    #[arg(long, value_name = "FILE")]
+    pub hlog: Option<PathBuf>,
+
     /// Print the report as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,

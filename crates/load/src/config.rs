@@ -5,7 +5,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use std::path::PathBuf;
+
 use crate::cli::Args;
+use crate::request::RequestShape;
 use crate::target::Url;
 use crate::workload::Source;
 
@@ -52,6 +55,14 @@ pub struct Config {
     pub warmup: Option<Duration>,
     /// Seed for weighted sampling.
     pub seed: u64,
+    /// Method and extra header fields of every request.
+    pub request: RequestShape,
+    /// Latency windows (`--interval`).
+    pub interval: Option<Duration>,
+    /// Where to write the interval log (`--hlog`).
+    pub hlog: Option<PathBuf>,
+    /// The text report lists the percentile spectrum (`--latency`).
+    pub spectrum: bool,
     /// JSON report instead of the human one.
     pub json: bool,
     /// Live progress line on stderr.
@@ -62,6 +73,7 @@ impl Config {
     /// Checks and resolves the command line. The error is one line, without the program name.
     pub fn from_args(args: Args, stderr_is_tty: bool) -> Result<Config, String> {
         let url = Url::parse(&args.url).map_err(|e| format!("{}: {e}", args.url))?;
+        let request = RequestShape::new(&args.method, &args.headers)?;
         let addr = url.resolve().map_err(|e| format!("cannot resolve {}: {e}", url.host))?;
         let source = match (args.urls, args.trace, args.clf) {
             (Some(p), _, _) => Source::UrlList(p),
@@ -89,6 +101,10 @@ impl Config {
             timeout: args.timeout,
             warmup: args.warmup,
             seed: args.seed,
+            request,
+            interval: args.interval,
+            hlog: args.hlog,
+            spectrum: args.latency,
             json: args.json,
             progress: stderr_is_tty && !args.quiet,
         })
@@ -113,6 +129,8 @@ impl Config {
             duration: Some(warmup),
             requests: None,
             warmup: None,
+            interval: None,
+            hlog: None,
             progress: false,
             ..self.clone()
         })

@@ -106,8 +106,8 @@ pub fn start_connect(addr: &SocketAddr) -> Result<OwnedFd, Errno> {
 }
 
 impl Conn {
-    /// A connection whose connect was started at `now`.
-    pub fn new(fd: OwnedFd, generation: u32, quota: Quota, now: Instant) -> Conn {
+    /// A connection whose connect was started at `now`; `bodyless`: its requests are `HEAD`s.
+    pub fn new(fd: OwnedFd, generation: u32, quota: Quota, now: Instant, bodyless: bool) -> Conn {
         Conn {
             fd,
             generation,
@@ -122,7 +122,7 @@ impl Conn {
             listed_busy: false,
             out: Vec::new(),
             out_pos: 0,
-            parser: ResponseParser::default(),
+            parser: ResponseParser::new(bodyless),
         }
     }
 

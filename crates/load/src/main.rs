@@ -13,8 +13,10 @@ mod chunked;
 mod cli;
 mod config;
 mod conn;
+mod latency;
 mod progress;
 mod report;
+mod request;
 mod response;
 mod rlimit;
 mod rng;
@@ -49,7 +51,7 @@ fn main() -> ExitCode {
         Ok(config) => config,
         Err(e) => return fail(&e, EXIT_USAGE),
     };
-    let workload = match workload::Workload::load(&config.source, &config.url) {
+    let workload = match workload::Workload::load(&config.source, &config.url, &config.request) {
         Ok(workload) => workload,
         Err(e) => return fail(&e.to_string(), EXIT_USAGE),
     };
@@ -83,6 +85,11 @@ fn main() -> ExitCode {
     let was_interrupted = interrupted.load(std::sync::atomic::Ordering::Relaxed);
     let report =
         report::Report::new(&config, &workload, &outcome.stats, outcome.duration, was_interrupted);
+    let hlog_error = config.hlog.as_ref().and_then(|path| {
+        let windows = report::windows(&config, &outcome.stats, outcome.duration);
+        let written = latency::write_hlog(path, outcome.started, &windows);
+        written.err().map(|e| format!("cannot write {}: {e}", path.display()))
+    });
     if config.json {
         println!("{}", report.to_json());
     } else {
@@ -94,6 +101,12 @@ fn main() -> ExitCode {
              use more --threads or a lower --rate",
             report.schedule_lag_warnings, report.max_schedule_lag_us
         );
+    }
+    if was_interrupted {
+        eprintln!("ampload: interrupted by Ctrl-C: the report covers the run until then");
+    }
+    if let Some(e) = hlog_error {
+        return fail(&e, 1);
     }
     if outcome.stats.requests == 0 {
         let why = ErrorKind::ALL

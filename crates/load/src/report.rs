@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::config::{Config, Mode};
+use crate::latency::{self, SpectrumPoint, Window, human};
 use crate::stats::{ErrorKind, Stats};
 use crate::workload::Workload;
 
@@ -34,6 +35,22 @@ pub struct Latency {
     pub p999: u64,
 }
 
+/// One `--interval` window's latency.
+#[derive(Debug, Serialize)]
+pub struct IntervalReport {
+    /// Window start from the run's time zero, and its length, seconds.
+    pub start_s: f64,
+    pub length_s: f64,
+    /// Requests completed in the window.
+    pub requests: u64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+    /// The window's histogram, compressed V2 base64 (as in the interval log).
+    pub histogram: String,
+}
+
 /// Everything reported about a run.
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -58,6 +75,12 @@ pub struct Report {
     pub errors_total: u64,
     pub first_errors: BTreeMap<&'static str, String>,
     pub latency_us: Latency,
+    /// Percentile spectrum of the whole run's latency.
+    pub latency_spectrum: Vec<SpectrumPoint>,
+    /// The whole run's latency histogram, compressed V2 base64.
+    pub latency_histogram: String,
+    /// Per-window latency (`--interval`), in time order; empty without it.
+    pub intervals: Vec<IntervalReport>,
     pub target_rate: Option<f64>,
     pub achieved_rate: f64,
     pub schedule_lag_warnings: u64,
@@ -67,6 +90,9 @@ pub struct Report {
     pub workload_skipped_lines: u64,
     pub unreachable: bool,
     pub interrupted: bool,
+    /// Whether the text report lists the spectrum (`--latency`); not part of the JSON.
+    #[serde(skip)]
+    show_spectrum: bool,
 }
 
 impl Report {
@@ -143,7 +169,14 @@ impl Report {
             workload_targets: workload.len(),
             workload_skipped_lines: workload.skipped_lines,
             unreachable: stats.unreachable,
+            latency_spectrum: latency::spectrum(hist),
+            latency_histogram: latency::encode(hist),
+            intervals: match config.interval {
+                Some(_) => windows(config, stats, duration).iter().map(interval_report).collect(),
+                None => Vec::new(),
+            },
             interrupted,
+            show_spectrum: config.spectrum,
         }
     }
 
@@ -200,13 +233,49 @@ impl Report {
             let _ = writeln!(out, "               first {kind}: {detail}");
         }
         let l = &self.latency_us;
-        let _ =
-            writeln!(out, "  latency (us) mean {:.1}, min {:.1}, max {:.1}", l.mean, l.min, l.max);
+        let h = |us: u64| human(us as f64);
+        let _ = writeln!(
+            out,
+            "  latency      mean {}, min {}, max {}",
+            human(l.mean),
+            human(l.min),
+            human(l.max)
+        );
         let _ = writeln!(
             out,
             "               p5 {}, p50 {}, p90 {}, p95 {}, p99 {}, p99.9 {}",
-            l.p5, l.p50, l.p90, l.p95, l.p99, l.p999
+            h(l.p5),
+            h(l.p50),
+            h(l.p90),
+            h(l.p95),
+            h(l.p99),
+            h(l.p999)
         );
+        if self.show_spectrum {
+            let _ = writeln!(out, "  latency spectrum (percentile, latency, requests up to it)");
+            for p in &self.latency_spectrum {
+                let _ = writeln!(
+                    out,
+                    "    {:>12.6}%  {:>10}  {:>10}",
+                    p.percentile,
+                    h(p.value_us),
+                    p.count
+                );
+            }
+        }
+        for w in &self.intervals {
+            let _ = writeln!(
+                out,
+                "  {:>7.1}-{:<7.1}s {} requests, p50 {}, p90 {}, p99 {}, max {}",
+                w.start_s,
+                w.start_s + w.length_s,
+                w.requests,
+                h(w.p50_us),
+                h(w.p90_us),
+                h(w.p99_us),
+                h(w.max_us)
+            );
+        }
         if let Some(target) = self.target_rate {
             let _ = writeln!(
                 out,
@@ -217,6 +286,48 @@ impl Report {
                 self.backlog_max
             );
         }
+        if self.interrupted {
+            let _ =
+                writeln!(out, "  INTERRUPTED  stopped by Ctrl-C: the run is shorter than asked");
+        }
         out
+    }
+}
+
+/// The run's latency windows: one per `--interval` (the last one cut at the run's end), or the
+/// whole run as one window without it.
+pub fn windows(config: &Config, stats: &Stats, duration: Duration) -> Vec<Window> {
+    let Some(length) = config.interval else {
+        return vec![Window {
+            start: Duration::ZERO,
+            length: duration,
+            histogram: stats.latency().clone(),
+        }];
+    };
+    stats
+        .windows()
+        .iter()
+        .enumerate()
+        .map(|(i, hist)| {
+            let start = length * i as u32;
+            let left = duration.saturating_sub(start);
+            let length = if left.is_zero() { length } else { length.min(left) };
+            Window { start, length, histogram: hist.clone() }
+        })
+        .collect()
+}
+
+fn interval_report(w: &Window) -> IntervalReport {
+    let h = &w.histogram;
+    let q = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
+    IntervalReport {
+        start_s: w.start.as_secs_f64(),
+        length_s: w.length.as_secs_f64(),
+        requests: h.len(),
+        p50_us: q(0.5),
+        p90_us: q(0.9),
+        p99_us: q(0.99),
+        max_us: if h.is_empty() { 0 } else { h.max() },
+        histogram: latency::encode(h),
     }
 }

@@ -105,15 +105,27 @@ pub struct ResponseParser {
     head_buf: Vec<u8>,
     /// The response being read.
     current: Response,
+    /// Responses carry no body whatever their head says (answers to `HEAD`).
+    bodyless: bool,
 }
 
 impl Default for ResponseParser {
     fn default() -> Self {
-        ResponseParser { state: State::Head, head_buf: Vec::new(), current: Response::default() }
+        ResponseParser::new(false)
     }
 }
 
 impl ResponseParser {
+    /// A parser for the responses to requests whose method is `HEAD` (`bodyless`) or not.
+    pub fn new(bodyless: bool) -> Self {
+        ResponseParser {
+            state: State::Head,
+            head_buf: Vec::new(),
+            current: Response::default(),
+            bodyless,
+        }
+    }
+
     /// True between responses: no byte of a next response has been seen.
     pub fn is_idle(&self) -> bool {
         matches!(self.state, State::Head) && self.head_buf.is_empty() && self.current.bytes == 0
@@ -205,6 +217,7 @@ impl ResponseParser {
             return Ok(Some(head_len - held));
         }
         self.current.status = status;
+        let framing = if self.bodyless { Framing::Sized(0) } else { framing };
         self.current.keep_alive = keep_alive && !matches!(framing, Framing::UntilClose);
         self.state = match framing {
             Framing::Sized(n) => State::Sized(n),
@@ -307,6 +320,17 @@ mod tests {
 
     fn ok(status: u16, bytes: usize, body: u64, keep_alive: bool) -> Response {
         Response { status, bytes: bytes as u64, body_bytes: body, keep_alive }
+    }
+
+    #[test]
+    fn answers_to_head_have_no_body_whatever_the_length_says() {
+        let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\nHTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let mut parser = ResponseParser::new(true);
+        let Ok(Feed::Complete { consumed, response }) = parser.feed(wire) else { panic!() };
+        assert_eq!((response.status, response.body_bytes, response.keep_alive), (200, 0, true));
+        let Ok(Feed::Complete { response, .. }) = parser.feed(&wire[consumed..]) else { panic!() };
+        assert_eq!(response.status, 404);
+        assert!(parser.is_idle());
     }
 
     #[test]

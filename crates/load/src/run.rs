@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{Scope, ScopedJoinHandle};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::budget::Budget;
 use crate::config::{Config, Mode};
@@ -19,6 +19,8 @@ pub struct Outcome {
     pub stats: Stats,
     /// From time zero until the last thread finished.
     pub duration: Duration,
+    /// Time zero on the wall clock (for the interval log).
+    pub started: SystemTime,
 }
 
 /// Runs `config` to its end.
@@ -61,7 +63,9 @@ pub fn run(
     }
     let duration =
         measured_duration(config, &stats, start.origin(), interrupted.load(Ordering::Relaxed));
-    Ok(Outcome { duration, stats })
+    let since_origin = start.origin().map_or(Duration::ZERO, |o| o.elapsed());
+    let started = SystemTime::now().checked_sub(since_origin).unwrap_or_else(SystemTime::now);
+    Ok(Outcome { duration, stats, started })
 }
 
 /// Starts thread `index`'s event loop.

@@ -82,6 +82,10 @@ pub struct Stats {
     pub backlog_max: usize,
     /// When the thread finished its last request.
     pub finished: Option<Instant>,
+    /// `--interval`: the run's time zero and the window length.
+    windowing: Option<(Instant, Duration)>,
+    /// Latency per window of completion time (index = elapsed / length), microseconds.
+    windows: Vec<Histogram<u64>>,
     /// The thread gave up because the server could not be reached at all.
     pub unreachable: bool,
 }
@@ -97,8 +101,7 @@ impl Default for Stats {
             errors: [0; 4],
             first_error: Default::default(),
             connections_opened: 0,
-            latency: Histogram::new_with_bounds(1, MAX_LATENCY_US, 3)
-                .expect("static histogram bounds are valid"),
+            latency: new_histogram(),
             latency_sum_ns: 0,
             latency_min_ns: u64::MAX,
             latency_max_ns: 0,
@@ -109,9 +112,16 @@ impl Default for Stats {
             max_lag: Duration::ZERO,
             backlog_max: 0,
             finished: None,
+            windowing: None,
+            windows: Vec::new(),
             unreachable: false,
         }
     }
+}
+
+/// An empty latency histogram: microseconds, 3 significant digits, up to an hour.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("static histogram bounds are valid")
 }
 
 impl Stats {
@@ -125,10 +135,30 @@ impl Stats {
         self.body_bytes += response.body_bytes;
         self.status[usize::from(response.status).min(STATUS_SLOTS - 1)] += 1;
         let ns = u64::try_from(now.saturating_duration_since(start).as_nanos()).unwrap_or(u64::MAX);
-        self.latency.saturating_record((ns / 1000).max(1));
+        let us = (ns / 1000).max(1);
+        self.latency.saturating_record(us);
+        if let Some((origin, length)) = self.windowing {
+            let index =
+                (now.saturating_duration_since(origin).as_nanos() / length.as_nanos()) as usize;
+            if self.windows.len() <= index {
+                self.windows.resize_with(index + 1, new_histogram);
+            }
+            self.windows[index].saturating_record(us);
+        }
         self.latency_sum_ns += u128::from(ns);
         self.latency_min_ns = self.latency_min_ns.min(ns);
         self.latency_max_ns = self.latency_max_ns.max(ns);
+    }
+
+    /// Also records latencies per window of `length` from `origin` (by completion time).
+    pub fn start_windows(&mut self, origin: Instant, length: Duration) {
+        self.windowing = Some((origin, length));
+    }
+
+    /// The per-window histograms (`--interval`), from the first window to the last one with a
+    /// completed request.
+    pub fn windows(&self) -> &[Histogram<u64>] {
+        &self.windows
     }
 
     /// Counts `count` failed requests of `kind`; `detail` describes the failure the first time.
@@ -199,6 +229,13 @@ impl Stats {
         }
         self.connections_opened += other.connections_opened;
         self.latency.add(&other.latency).expect("histograms share their bounds");
+        if self.windows.len() < other.windows.len() {
+            self.windows.resize_with(other.windows.len(), new_histogram);
+        }
+        for (mine, theirs) in self.windows.iter_mut().zip(&other.windows) {
+            mine.add(theirs).expect("histograms share their bounds");
+        }
+        self.windowing = self.windowing.or(other.windowing);
         self.latency_sum_ns += other.latency_sum_ns;
         self.latency_min_ns = self.latency_min_ns.min(other.latency_min_ns);
         self.latency_max_ns = self.latency_max_ns.max(other.latency_max_ns);
@@ -246,5 +283,22 @@ mod tests {
         assert_eq!((a.total_errors(), a.first_error(ErrorKind::Reset)), (4, Some("first")));
         assert_eq!(a.latency_exact_us(), (200.0, 100.0, 300.0));
         assert_eq!(a.latency().len(), 3);
+    }
+
+    #[test]
+    fn windows_split_latencies_by_completion_time() {
+        let t0 = Instant::now();
+        let second = Duration::from_secs(1);
+        let mut a = Stats::default();
+        a.start_windows(t0, second);
+        a.record_response(&response(200), t0, t0 + Duration::from_millis(10));
+        a.record_response(&response(200), t0, t0 + Duration::from_millis(2500));
+        let mut b = Stats::default();
+        b.start_windows(t0, second);
+        b.record_response(&response(200), t0, t0 + Duration::from_millis(1200));
+        a.merge(&b);
+        let counts: Vec<u64> = a.windows().iter().map(Histogram::len).collect();
+        assert_eq!(counts, [1, 1, 1]);
+        assert_eq!(a.windows()[2].max(), a.latency().max());
     }
 }

@@ -26,6 +26,8 @@ pub struct Url {
 pub enum UrlError {
     /// Not `http://…` (https and others are not supported: no TLS here).
     Scheme(String),
+    /// No `scheme://` at all (`localhost:8080/x`).
+    NoScheme(String),
     /// Nothing between `http://` and the path.
     NoHost,
     /// The port is not a number in 1..=65535.
@@ -44,6 +46,7 @@ impl fmt::Display for UrlError {
             UrlError::Scheme(s) => {
                 write!(f, "unsupported URL scheme {s:?} (only http:// is supported)")
             }
+            UrlError::NoScheme(t) => write!(f, "no scheme: write http://{t}"),
             UrlError::NoHost => write!(f, "URL has no host"),
             UrlError::Port(p) => write!(f, "invalid port {p:?}"),
             UrlError::UserInfo => write!(f, "user@host URLs are not supported"),
@@ -71,7 +74,7 @@ impl Url {
         let rest = match text.split_once("://") {
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
             Some((scheme, _)) => return Err(UrlError::Scheme(scheme.to_string())),
-            None => return Err(UrlError::Scheme(text.to_string())),
+            None => return Err(UrlError::NoScheme(text.to_string())),
         };
         let rest = rest.split_once('#').map_or(rest, |(before, _)| before);
         let split = rest.find(['/', '?']).unwrap_or(rest.len());
@@ -192,7 +195,7 @@ mod tests {
     fn refuses_bad_urls() {
         let cases: &[(&str, UrlError)] = &[
             ("https://h/", UrlError::Scheme("https".into())),
-            ("h:80/x", UrlError::Scheme("h:80/x".into())),
+            ("h:80/x", UrlError::NoScheme("h:80/x".into())),
             ("http:///x", UrlError::NoHost),
             ("http://h:0/", UrlError::Port("0".into())),
             ("http://h:99999/", UrlError::Port("99999".into())),

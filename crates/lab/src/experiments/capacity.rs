@@ -169,13 +169,14 @@ fn chart(lab: &mut Lab, emu: &DiskEmulation, p: &Params, rows: &[Row]) -> Result
     let series: Vec<Series> = lab
         .servers
         .iter()
-        .map(|spec| Series {
-            name: spec.label.clone(),
-            points: rows
-                .iter()
-                .filter(|r| r.cell.server == spec.label)
-                .map(|r| (r.dataset_bytes as f64 / 1048576.0, mbps(rows, &spec.label, r.scale)))
-                .collect(),
+        .map(|spec| {
+            Series::new(
+                spec.label.clone(),
+                rows.iter()
+                    .filter(|r| r.cell.server == spec.label)
+                    .map(|r| (r.dataset_bytes as f64 / 1048576.0, mbps(rows, &spec.label, r.scale)))
+                    .collect(),
+            )
         })
         .collect();
     let limit_mib = emu.memory_limit_bytes >> 20;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Lab;
@@ -27,7 +27,7 @@ use crate::servers::{RunningServer, ServerSpec};
 use crate::slowdisk::Model;
 
 /// What the disk did during one phase of a server run.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct DiskUse {
     /// Reads that reached the emulated disk (FUSE READ requests; blkio: dispatched reads).
     pub reads: u64,
@@ -39,7 +39,7 @@ pub struct DiskUse {
 }
 
 /// One window of a latency-over-time run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Window {
     /// Seconds since the server answered its probe, cold: when the window's load started,
     /// and when its last answer came (a window runs late when answers do).
@@ -52,7 +52,7 @@ pub struct Window {
 }
 
 /// What one server run produced.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DiskCell {
     pub server: String,
     /// The disk model it ran on.
@@ -509,6 +509,7 @@ impl<'a> Session<'a> {
             requests_per_conn: load.requests_per_conn,
             urls_file: Some(urls.to_path_buf()),
             timeout_s: load.timeout_s,
+            interval_s: None,
         }
         .run(&self.lab.bins.ampload, self.lab.client_cpus());
         let secs = from.elapsed().as_secs_f64().max(secs);
@@ -563,20 +564,13 @@ struct Phase {
 }
 
 impl Phase {
-    /// The failure to report, if any: the run's error or its failed requests.
+    /// The failure to report, if any: the run's error, or its failed requests and non-2xx
+    /// answers by kind.
     fn failure(&self) -> Option<String> {
         if let Some(e) = &self.error {
             return Some(e.clone());
         }
-        let m = self.measurement.as_ref()?;
-        (m.errors > 0).then(|| {
-            format!(
-                "{} of {} requests failed ({})",
-                m.errors,
-                m.requests + m.errors,
-                m.first_error.clone().unwrap_or_default()
-            )
-        })
+        self.measurement.as_ref()?.problems()
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::Lab;
@@ -24,7 +24,7 @@ use crate::report::csv::{Csv, num};
 use crate::report::markdown::table;
 use crate::servers::{RunningServer, ServerKind, ServerSpec};
 use crate::stats::{fmt, ratio};
-use crate::svg::{Chart, Plot, Scale, Series};
+use crate::svg::{Bars, Chart, Plot, Scale, Series};
 
 /// The paper's four (Apache, Haboob, old Flash, New Flash) and the other peers.
 pub const DEFAULT_SERVERS: &[&str] =
@@ -41,7 +41,7 @@ const PAPER_MBPS: [(&str, f64, f64, f64, f64); 3] = [
 const AMPED_DEFAULT_THREADS: u64 = 9;
 
 /// One measured (data set, server), with staged's stage samples.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     pub dataset_bytes: u64,
     pub scale: f64,
@@ -185,7 +185,11 @@ fn charts(
     let categories: Vec<String> = p.base.scales.iter().map(|&s| scale_name(emu, s)).collect();
     let series = labels
         .iter()
-        .map(|l| (l.clone(), p.base.scales.iter().map(|&s| mbps(rows, l, s)).collect()))
+        .map(|l| Bars {
+            name: l.clone(),
+            values: p.base.scales.iter().map(|&s| mbps(rows, l, s)).collect(),
+            spread: Vec::new(),
+        })
         .collect();
     let mut figures = vec![
         lab.run
@@ -204,13 +208,14 @@ fn charts(
             )
             .map_err(io)?,
     ];
+    let mut measured = true;
     let cdf = labels
         .iter()
-        .map(|l| Series {
-            name: l.clone(),
-            points: measurement(rows, l, p.last())
-                .map(|m| m.latency.cdf_points().into_iter().map(|(f, v)| (v, f)).collect())
-                .unwrap_or_default(),
+        .map(|l| {
+            let (points, from_histogram) =
+                measurement(rows, l, p.last()).map_or((Vec::new(), true), Measurement::cdf);
+            measured &= from_histogram;
+            Series::new(l.clone(), points)
         })
         .collect();
     figures.push(
@@ -219,8 +224,9 @@ fn charts(
                 "latency-cdf",
                 &Chart {
                     title: format!(
-                        "Linux comparison: response-time CDF on the largest set, {} (DeBox Fig 12)",
-                        scale_name(emu, p.last())
+                        "Linux comparison: response-time CDF on the largest set, {} (DeBox Fig 12){}",
+                        scale_name(emu, p.last()),
+                        if measured { "" } else { " — through 8 percentiles only" }
                     ),
                     subtitle: workload.clone(),
                     x_label: "response time (ms, log scale)".into(),
@@ -237,13 +243,14 @@ fn charts(
         .filter(|r| !r.stage_samples.is_empty())
         .flat_map(|r| {
             let stages: Vec<String> = r.stage_samples[0].threads.keys().cloned().collect();
-            stages.into_iter().map(move |stage| Series {
-                name: format!("{} {stage} @{}×", r.cell.server, r.scale),
-                points: r
-                    .stage_samples
-                    .iter()
-                    .map(|s| (s.t_s, s.threads.get(&stage).copied().unwrap_or(0) as f64))
-                    .collect(),
+            stages.into_iter().map(move |stage| {
+                Series::new(
+                    format!("{} {stage} @{}×", r.cell.server, r.scale),
+                    r.stage_samples
+                        .iter()
+                        .map(|s| (s.t_s, s.threads.get(&stage).copied().unwrap_or(0) as f64))
+                        .collect(),
+                )
             })
         })
         .collect();
@@ -324,7 +331,7 @@ fn summary(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figures: &[
     s.push_str("\nFigures: ");
     s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
     s.push_str("\n\n## Compared with the paper\n\n");
-    s.push_str(&comparison(emu, p, rows, &labels));
+    s.push_str(&comparison(emu, p, rows, &labels, lab.quick));
     s.push_str(&capacity::cell_failures(rows.iter().map(|r| (r.dataset_bytes, &r.cell))));
     s
 }
@@ -369,13 +376,27 @@ fn apache(rows: &[Row], labels: &[String], scale: f64) -> Option<(String, f64)> 
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
-fn verdict(ok: bool) -> &'static str {
-    if ok { "**holds**" } else { "**does not hold**" }
+/// One round per cell, so a verdict is the single measurement's; a quick run gives none.
+fn verdict(ok: bool, quick: bool) -> &'static str {
+    match (quick, ok) {
+        (true, _) => "no verdict: quick run",
+        (false, true) => "**holds**",
+        (false, false) => "**does not hold**",
+    }
 }
 
-fn comparison(emu: &DiskEmulation, p: &Params, rows: &[Row], labels: &[String]) -> String {
+fn comparison(
+    emu: &DiskEmulation,
+    p: &Params,
+    rows: &[Row],
+    labels: &[String],
+    quick: bool,
+) -> String {
     let has = |l: &str| labels.iter().any(|x| x == l);
-    let mut s = String::new();
+    let verdict = |ok: bool| verdict(ok, quick);
+    let mut s = String::from(
+        "One round per cell: the noise between rounds was not measured, so each verdict is one measurement's.\n\n",
+    );
     s.push_str("Paper: New Flash ≥ old Flash ≥ Apache ≈ Haboob on throughput (Haboob below Apache on the in-memory sets, slightly above on the disk-bound one; all four alike at 3.3 GB), and Haboob's latency the worst. \"≥\" is taken as at least 0.95×, \"≈\" as within 0.67–1.5×.\n\n");
     for &scale in &p.base.scales {
         let (n, o, h) =

@@ -8,6 +8,7 @@ pub mod diskrun;
 pub mod linux_comparison;
 pub mod optimizations;
 pub mod pool;
+pub mod rebuild;
 pub mod single_file;
 pub mod stage_sampler;
 pub mod trace;
@@ -40,7 +41,21 @@ pub struct Lab {
     pub servers: Vec<ServerSpec>,
     /// Servers skipped, with the reason.
     pub skipped: Vec<(String, String)>,
+    /// The command line that ran the experiment (this process's, or setup.json's when a run
+    /// is rebuilt by `amplab report`).
+    pub command: String,
 }
+
+/// The experiments' names, as setup.json records them.
+pub const EXPERIMENTS: [&str; 7] = [
+    "single-file",
+    "trace",
+    "optimizations",
+    "disk-bound",
+    "capacity",
+    "pool-vs-nopool",
+    "linux-comparison",
+];
 
 impl Lab {
     /// Opens a run of `experiment` with `default_servers` unless `--servers` was given.
@@ -76,13 +91,7 @@ impl Lab {
             .map_err(|e| format!("cannot create the run folder: {e}"))?;
         crate::datasets::make_dir(&common.data_dir)
             .map_err(|e| format!("{}: {e}", common.data_dir.display()))?;
-        let launcher = Launcher::new(
-            bins.clone(),
-            &pin,
-            run.tmp(),
-            run.path.join("logs"),
-            run.path.join("configs"),
-        );
+        let launcher = launcher(&bins, &pin, &run);
         eprintln!("[amplab {experiment}] writing to {}", run.path.display());
         Ok(Lab {
             experiment,
@@ -96,7 +105,79 @@ impl Lab {
             seed: common.seed,
             servers,
             skipped,
+            command: std::env::args().collect::<Vec<_>>().join(" "),
         })
+    }
+
+    /// The run recorded in `dir`'s setup.json, reopened to rewrite its figures and summary
+    /// from its raw results (`amplab report`); nothing is started and setup.json is kept.
+    pub fn reopen(dir: &std::path::Path, setup: &Value) -> Result<Lab, String> {
+        let name = setup["experiment"].as_str().unwrap_or_default();
+        let experiment = EXPERIMENTS
+            .into_iter()
+            .find(|e| *e == name)
+            .ok_or_else(|| format!("{}: setup.json names no known experiment", dir.display()))?;
+        let text = |v: &Value| v.as_str().map(str::to_string);
+        let pin = Pinning {
+            server_cpus: text(&setup["pinning"]["server_cpus"]),
+            client_cpus: text(&setup["pinning"]["client_cpus"]),
+        };
+        let path = |v: &Value| std::path::PathBuf::from(v.as_str().unwrap_or_default());
+        let bins = Binaries {
+            amped: path(&setup["binaries"]["amped"]),
+            ampload: path(&setup["binaries"]["ampload"]),
+        };
+        let run = RunDir::reopen(dir);
+        let launcher = launcher(&bins, &pin, &run);
+        let skipped = setup["skipped_servers"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|s| {
+                        (
+                            text(&s["label"]).unwrap_or_default(),
+                            text(&s["reason"]).unwrap_or_default(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let argv: Vec<String> = setup["command_line"]
+            .as_array()
+            .map(|a| a.iter().filter_map(text).collect())
+            .unwrap_or_default();
+        let seed = argv
+            .iter()
+            .position(|a| a == "--seed")
+            .and_then(|i| argv.get(i + 1))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1);
+        Ok(Lab {
+            experiment,
+            quick: setup["quick"].as_bool().unwrap_or(false),
+            bins,
+            pin,
+            run,
+            launcher,
+            started: Utc::now(),
+            data_dir: PathBuf::new(),
+            seed,
+            servers: Vec::new(),
+            skipped,
+            command: argv.join(" "),
+        })
+    }
+
+    /// Ends a rebuilt run: rewrites summary.md (setup.json stays as measured).
+    pub fn finish_rebuilt(mut self, summary: &str) -> Result<PathBuf, String> {
+        let mut summary = summary.to_string();
+        if let Some(why) = &self.run.png_missing {
+            summary.push_str(&format!("\n> **No PNG figures**: {why}.\n"));
+        }
+        self.run
+            .write("summary.md", &summary)
+            .map_err(|e| format!("cannot write summary.md: {e}"))?;
+        Ok(self.run.path.clone())
     }
 
     /// CPUs for the load generator.
@@ -129,9 +210,14 @@ impl Lab {
         mut self,
         parameters: Value,
         disk: Option<Value>,
-        notes: Vec<String>,
+        mut notes: Vec<String>,
         summary: &str,
     ) -> Result<PathBuf, String> {
+        let mut summary = summary.to_string();
+        if let Some(why) = &self.run.png_missing {
+            notes.push(format!("figures: {why}"));
+            summary.push_str(&format!("\n> **No PNG figures**: {why}.\n"));
+        }
         let setup = Setup {
             experiment: self.experiment,
             quick: self.quick,
@@ -147,7 +233,7 @@ impl Lab {
         let json = setup.to_json();
         let io = |e: std::io::Error| format!("cannot write results: {e}");
         self.run.write_json("setup.json", &json).map_err(io)?;
-        self.run.write("summary.md", summary).map_err(io)?;
+        self.run.write("summary.md", &summary).map_err(io)?;
         self.run.finish();
         eprintln!("[amplab {}] done: {}", self.experiment, self.run.path.display());
         Ok(self.run.path.clone())
@@ -159,7 +245,7 @@ impl Lab {
         if self.quick {
             s.push_str("> **Quick run**: tiny data sets and seconds-long cells, to exercise the code path. The numbers below are not results.\n\n");
         }
-        s.push_str(&format!("Command: `{}`\n\n", std::env::args().collect::<Vec<_>>().join(" ")));
+        s.push_str(&format!("Command: `{}`\n\n", self.command));
         s.push_str(&format!("Workload: {workload}\n\n"));
         match (&self.pin.server_cpus, &self.pin.client_cpus) {
             (Some(s_cpus), Some(c_cpus)) => s.push_str(&format!(
@@ -176,6 +262,11 @@ impl Lab {
         }
         s
     }
+}
+
+/// The server launcher of a run: scratch in `tmp/`, logs in `logs/`, configs in `configs/`.
+fn launcher(bins: &Binaries, pin: &Pinning, run: &RunDir) -> Launcher {
+    Launcher::new(bins.clone(), pin, run.tmp(), run.path.join("logs"), run.path.join("configs"))
 }
 
 /// Failures of single cells, listed at the end of a summary.

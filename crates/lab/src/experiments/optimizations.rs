@@ -4,10 +4,11 @@
 
 use serde_json::json;
 
-use super::single_file::{self, Params, failures, median_of, median_table, size_name, verdict};
+use super::single_file::{self, Params, failures, median_of, median_table, per_round, size_name};
 use super::{Lab, failures_section};
 use crate::cli::{ModeArg, OptimizationsArgs};
 use crate::stats::{fmt, ratio};
+use crate::verdict::{Cmp, judge, ratios};
 
 /// The caches, in the order of amped's flags.
 const CACHES: [(&str, &str); 3] =
@@ -50,19 +51,40 @@ pub fn run(a: &OptimizationsArgs) -> Result<std::path::PathBuf, String> {
         duration_s: a.common.duration.unwrap_or(if q { 0.4 } else { 5.0 }),
         warmup_s: a.common.warmup.unwrap_or(if q { 0.2 } else { 1.0 }),
         rounds: a.common.rounds.unwrap_or(if q { 1 } else { 3 }),
-        generator: single_file::generator_name(a.generator),
+        generator: single_file::generator_name(a.generator).into(),
     };
     let specs = combinations(&a.arch);
     let defaults: Vec<&str> = specs.iter().map(String::as_str).collect();
     let mut lab = Lab::open("optimizations", &a.common, &defaults)?;
     let cells = single_file::measure(&mut lab, &p)?;
-    let figures =
-        single_file::write_outputs(&mut lab, &p, &cells, &specs, "amped cache combinations")?;
+    single_file::write_results(&mut lab, &cells)?;
+    let s = outputs(&mut lab, &a.arch, &p, &cells, &specs)?;
+    lab.finish(json!({"arch": a.arch, "combinations": specs, "sweep": p}), None, Vec::new(), &s)
+}
+
+/// `amplab report`: the figures and summary of a recorded E3 run, from its results.json.
+pub fn rebuild(lab: &mut Lab, setup: &serde_json::Value) -> Result<String, String> {
+    let parameters = &setup["parameters"];
+    let p: Params = super::rebuild::parameters(&parameters["sweep"])?;
+    let specs: Vec<String> = super::rebuild::parameters(&parameters["combinations"])?;
+    let arch = parameters["arch"].as_str().unwrap_or("amped").to_string();
+    let cells = single_file::recorded_cells(lab)?;
+    outputs(lab, &arch, &p, &cells, &specs)
+}
+
+/// Writes medians.csv and the figures; returns the summary.
+fn outputs(
+    lab: &mut Lab,
+    arch: &str,
+    p: &Params,
+    cells: &[single_file::Cell],
+    specs: &[String],
+) -> Result<String, String> {
+    let figures = single_file::write_outputs(lab, p, cells, specs, "amped cache combinations")?;
     let mut s = lab.summary_head(
         "E3 optimization breakdown (Flash 1999 §6.3, Fig 11)",
         &format!(
-            "amped --arch {} with each combination of --no-path-cache / --no-header-cache / --no-file-cache on one cached file, sizes {}; {} closed-loop connections; {} s per cell; {} round(s), medians",
-            a.arch,
+            "amped --arch {arch} with each combination of --no-path-cache / --no-header-cache / --no-file-cache on one cached file, sizes {}; {} closed-loop connections; {} s per cell; {} round(s), medians",
             p.sizes.iter().map(|&z| size_name(z)).collect::<Vec<_>>().join(", "),
             p.connections,
             p.duration_s,
@@ -71,18 +93,19 @@ pub fn run(a: &OptimizationsArgs) -> Result<std::path::PathBuf, String> {
     );
     for &mode in &p.modes {
         s.push_str(&format!("## {} — median req/s / Mb/s\n\n", single_file::mode_name(mode)));
-        s.push_str(&median_table(&p, &cells, &specs, mode));
+        s.push_str(&median_table(p, cells, specs, mode));
         s.push('\n');
     }
+    s.push_str(&single_file::spread_note(p, cells, specs));
     s.push_str("Figures: ");
     s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
     s.push_str("\n\n## Compared with the paper\n\n");
-    s.push_str(&comparison(&p, &cells, &specs));
-    s.push_str(&failures_section(&failures(&cells)));
-    lab.finish(json!({"arch": a.arch, "combinations": specs, "sweep": p}), None, Vec::new(), &s)
+    s.push_str(&comparison(p, cells, specs, lab.quick));
+    s.push_str(&failures_section(&failures(cells)));
+    Ok(s)
 }
 
-fn comparison(p: &Params, cells: &[single_file::Cell], specs: &[String]) -> String {
+fn comparison(p: &Params, cells: &[single_file::Cell], specs: &[String], quick: bool) -> String {
     let mode = p.modes[0];
     let small = p.sizes.iter().copied().filter(|&z| z > 0).min().unwrap_or(0);
     let rate = |spec: &str| median_of(cells, spec, mode, small).rps;
@@ -95,11 +118,12 @@ fn comparison(p: &Params, cells: &[single_file::Cell], specs: &[String]) -> Stri
         fmt(all, 0),
         fmt(none, 0)
     );
-    let r = ratio(none, all);
+    let rounds = |spec: &str| per_round(cells, p.rounds, spec, mode, small, |m| m.rps);
+    let j = judge(&ratios(&rounds(&specs[7]), &rounds(&specs[0])), Cmp::AtMost(0.7), quick);
     out.push_str(&format!(
         "- *Without any cache, small-file performance roughly halves*: none/all = {}. {}\n",
-        fmt(r, 2),
-        verdict(r <= 0.7, "Holds", "Does not hold to that degree: Linux's dentry and inode caches make a pathname lookup and an open far cheaper than in 1999, so the user-space caches save less")
+        fmt(j.spread.median, 2),
+        j.text("Holds", "Does not hold to that degree: Linux's dentry and inode caches make a pathname lookup and an open far cheaper than in 1999, so the user-space caches save less")
     ));
     let losses: Vec<(&str, f64)> = CACHES
         .iter()
@@ -112,9 +136,17 @@ fn comparison(p: &Params, cells: &[single_file::Cell], specs: &[String]) -> Stri
     if let Some((worst, _)) =
         losses.iter().filter(|(_, l)| l.is_finite()).min_by(|a, b| a.1.total_cmp(&b.1))
     {
+        // Per round: the path cache's loss over the worst of the other two (< 1: path costs most).
+        let all = rounds(&specs[0]);
+        let loss = |i: usize| -> Vec<f64> { ratios(&rounds(&specs[i]), &all) };
+        let (path, header, file) = (loss(1), loss(2), loss(3));
+        let per_round: Vec<f64> =
+            (0..path.len()).map(|r| ratio(path[r], header[r].min(file[r]))).collect();
+        let j = judge(&per_round, Cmp::Below(1.0), quick);
         out.push_str(&format!(
-            "- *The pathname cache helps most*: the cache whose removal costs most here is the {worst} cache. {}\n",
-            verdict(*worst == "path", "Holds", "Does not hold")
+            "- *The pathname cache helps most*: the cache whose removal costs most here is the {worst} cache (path loss / the other caches' worst = {}). {}\n",
+            fmt(j.spread.median, 2),
+            j.text("Holds", "Does not hold")
         ));
     }
     out.push_str("\nEach cache helps most for small files, where per-request work dominates; for large files the transfer dominates and the curves converge, as in the paper.\n");

@@ -6,7 +6,7 @@
 //! then measures each (mode, size) cell with a closed-loop generator; results are medians over
 //! rounds.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{Lab, failures_section};
@@ -17,8 +17,9 @@ use crate::load::{Measurement, wrk};
 use crate::progress::Progress;
 use crate::report::csv::{Csv, num};
 use crate::report::markdown::table;
-use crate::stats::{fmt, median, ratio};
+use crate::stats::{Spread, fmt, median, ratio};
 use crate::svg::{Chart, Plot, Scale, Series};
+use crate::verdict::{Cmp, judge, ratios};
 
 /// Servers measured by default: every amped architecture (pool and mp sized for the 50
 /// keep-alive connections, since each of their workers holds one connection) and every peer.
@@ -37,7 +38,7 @@ pub const DEFAULT_SERVERS: &[&str] = &[
 ];
 
 /// Parameters of a single-file sweep.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Params {
     pub sizes: Vec<u64>,
     pub modes: Vec<ModeArg>,
@@ -45,11 +46,11 @@ pub struct Params {
     pub duration_s: f64,
     pub warmup_s: f64,
     pub rounds: u32,
-    pub generator: &'static str,
+    pub generator: String,
 }
 
 /// One measured cell.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Cell {
     pub round: u32,
     pub server: String,
@@ -79,7 +80,7 @@ pub fn params(a: &SingleFileArgs) -> Params {
         duration_s: a.common.duration.unwrap_or(if q { 0.5 } else { 5.0 }),
         warmup_s: a.common.warmup.unwrap_or(if q { 0.2 } else { 1.0 }),
         rounds: a.common.rounds.unwrap_or(if q { 1 } else { 3 }),
-        generator: generator_name(a.generator),
+        generator: generator_name(a.generator).into(),
     }
 }
 
@@ -103,9 +104,30 @@ pub fn run(a: &SingleFileArgs) -> Result<std::path::PathBuf, String> {
     let mut lab = Lab::open("single-file", &a.common, DEFAULT_SERVERS)?;
     let cells = measure(&mut lab, &p)?;
     let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
+    write_results(&mut lab, &cells)?;
     let figures = write_outputs(&mut lab, &p, &cells, &labels, "single-file")?;
     let summary = summary(&lab, &p, &cells, &labels, &figures);
     lab.finish(json!(p), None, Vec::new(), &summary)
+}
+
+/// `amplab report`: the figures, medians.csv and summary of a recorded E1 run, from its
+/// results.json. Returns the summary.
+pub fn rebuild(lab: &mut Lab, setup: &Value) -> Result<String, String> {
+    let p: Params = super::rebuild::parameters(&setup["parameters"])?;
+    let cells = recorded_cells(lab)?;
+    let labels = super::rebuild::labels(cells.iter().map(|c| &c.server));
+    let figures = write_outputs(lab, &p, &cells, &labels, "single-file")?;
+    Ok(summary(lab, &p, &cells, &labels, &figures))
+}
+
+/// The cells of a recorded run (E1 or E3), their measurements re-read from the generator's raw
+/// report where there is one.
+pub fn recorded_cells(lab: &Lab) -> Result<Vec<Cell>, String> {
+    let mut cells: Vec<Cell> = super::rebuild::results(&lab.run.path)?;
+    for c in &mut cells {
+        super::rebuild::refresh(&mut c.measurement, &c.raw, &mut c.error);
+    }
+    Ok(cells)
 }
 
 /// Measures every cell of the sweep for `lab.servers`.
@@ -159,7 +181,7 @@ pub fn measure(lab: &mut Lab, p: &Params) -> Result<Vec<Cell>, String> {
             for &mode in &p.modes {
                 for (size, path) in &files.files {
                     let url = server.url(path);
-                    let result = match p.generator {
+                    let result = match p.generator.as_str() {
                         "wrk" => wrk::run(
                             &crate::tools::which("wrk").unwrap_or_default(),
                             &url,
@@ -178,11 +200,7 @@ pub fn measure(lab: &mut Lab, p: &Params) -> Result<Vec<Cell>, String> {
                     let alive = server.alive();
                     let (measurement, error, raw) = match result {
                         Ok((m, raw)) => {
-                            let err = m
-                                .first_error
-                                .clone()
-                                .filter(|_| m.errors > 0)
-                                .map(|e| format!("{} errors ({e})", m.errors));
+                            let err = m.problems();
                             (Some(m), err, raw)
                         }
                         Err(e) => (None, Some(e.to_string()), Value::Null),
@@ -225,14 +243,24 @@ pub fn median_of(cells: &[Cell], server: &str, mode: ModeArg, size: u64) -> Medi
     }
 }
 
-/// Writes results.csv, results.json, medians.csv and the figures; returns the figure files.
-pub fn write_outputs(
-    lab: &mut Lab,
-    p: &Params,
+/// The spread over rounds of a statistic of one (server, mode, size).
+pub fn spread_of(
     cells: &[Cell],
-    labels: &[String],
-    what: &str,
-) -> Result<Vec<String>, String> {
+    server: &str,
+    mode: ModeArg,
+    size: u64,
+    f: fn(&Measurement) -> f64,
+) -> Spread {
+    let v: Vec<f64> = cells
+        .iter()
+        .filter(|c| c.server == server && c.mode == mode && c.size_bytes == size)
+        .filter_map(|c| c.measurement.as_ref().map(f))
+        .collect();
+    Spread::of(&v)
+}
+
+/// Writes the raw results: results.csv and results.json.
+pub fn write_results(lab: &mut Lab, cells: &[Cell]) -> Result<(), String> {
     let io = |e: std::io::Error| e.to_string();
     let mut csv = Csv::new(&[
         "round",
@@ -272,7 +300,18 @@ pub fn write_outputs(
         ]);
     }
     lab.run.write("results.csv", &csv.render()).map_err(io)?;
-    lab.run.write_json("results.json", &cells).map_err(io)?;
+    lab.run.write_json("results.json", &cells).map_err(io)
+}
+
+/// Writes medians.csv and the figures; returns the figure files.
+pub fn write_outputs(
+    lab: &mut Lab,
+    p: &Params,
+    cells: &[Cell],
+    labels: &[String],
+    what: &str,
+) -> Result<Vec<String>, String> {
+    let io = |e: std::io::Error| e.to_string();
     let mut med =
         Csv::new(&["server", "mode", "size_bytes", "rps", "body_mbps", "p50_ms", "p99_ms"]);
     for server in labels {
@@ -299,19 +338,26 @@ pub fn write_outputs(
             ModeArg::Keepalive => format!("{} persistent connections", p.connections),
         };
         let subtitle = format!(
-            "{} generator, {conn}, {} s per cell, median of {} round(s), server pinned to one CPU",
-            p.generator, p.duration_s, p.rounds
+            "{} generator, {conn}, {} s per cell, median of {} round(s){}, server pinned to one CPU",
+            p.generator,
+            p.duration_s,
+            p.rounds,
+            if p.rounds > 1 { " (whiskers: min–max)" } else { "" }
         );
-        let series = |f: fn(&Median) -> f64| -> Vec<Series> {
+        let series = |f: fn(&Measurement) -> f64| -> Vec<Series> {
             labels
                 .iter()
-                .map(|s| Series {
-                    name: s.clone(),
-                    points: p
+                .map(|s| {
+                    let spreads: Vec<(f64, Spread)> = p
                         .sizes
                         .iter()
-                        .map(|&z| (z as f64 / 1024.0, f(&median_of(cells, s, mode, z))))
-                        .collect(),
+                        .map(|&z| (z as f64 / 1024.0, spread_of(cells, s, mode, z, f)))
+                        .collect();
+                    Series {
+                        name: s.clone(),
+                        points: spreads.iter().map(|(x, v)| (*x, v.median)).collect(),
+                        spread: spreads.iter().map(|(_, v)| v.range()).collect(),
+                    }
                 })
                 .collect()
         };
@@ -322,7 +368,7 @@ pub fn write_outputs(
             y_label: "output bandwidth, response bodies (Mb/s)".into(),
             x_scale: Scale::Linear,
             y_scale: Scale::Linear,
-            plot: Plot::Lines(series(|m| m.mbps)),
+            plot: Plot::Lines(series(|m| m.body_mbps)),
         };
         figures
             .push(lab.run.write_chart(&format!("bandwidth-{}", mode_name(mode)), &bw).map_err(io)?);
@@ -393,6 +439,35 @@ pub fn median_table(p: &Params, cells: &[Cell], labels: &[String], mode: ModeArg
     table(&h, &rows)
 }
 
+/// How much the rounds differ: the median and the widest (max − min) / median of req/s over the
+/// cells, and where the widest is. The figures' whiskers show each cell's min–max.
+pub fn spread_note(p: &Params, cells: &[Cell], labels: &[String]) -> String {
+    if p.rounds < 2 {
+        return "Spread: one round, so the noise between rounds was not measured.\n\n".into();
+    }
+    let mut all: Vec<(f64, String)> = Vec::new();
+    for l in labels {
+        for &mode in &p.modes {
+            for &size in &p.sizes {
+                let r = spread_of(cells, l, mode, size, |m| m.rps).relative();
+                if r.is_finite() {
+                    all.push((r, format!("{l}, {}, {}", mode_name(mode), size_name(size))));
+                }
+            }
+        }
+    }
+    let Some((widest, at)) = all.iter().max_by(|a, b| a.0.total_cmp(&b.0)) else {
+        return String::new();
+    };
+    let typical = median(&all.iter().map(|x| x.0).collect::<Vec<_>>());
+    format!(
+        "Spread over the {} rounds: (max − min) / median of req/s is {:.0} % for the median cell and up to {:.0} % ({at}); the figures' whiskers show each cell's min–max.\n\n",
+        p.rounds,
+        typical * 100.0,
+        widest * 100.0
+    )
+}
+
 /// The failed cells as lines.
 pub fn failures(cells: &[Cell]) -> Vec<String> {
     cells
@@ -425,78 +500,123 @@ fn summary(lab: &Lab, p: &Params, cells: &[Cell], labels: &[String], figures: &[
         s.push_str(&median_table(p, cells, labels, mode));
         s.push('\n');
     }
+    s.push_str(&spread_note(p, cells, labels));
     s.push_str("Figures: ");
     s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
     s.push_str("\n\n## Compared with the paper\n\n");
-    s.push_str(&comparison(p, cells, labels));
+    s.push_str(&comparison(p, cells, labels, lab.quick));
     s.push_str(&failures_section(&failures(cells)));
     s
 }
 
-/// The paper's findings, each checked against this run's medians where the servers were run.
-fn comparison(p: &Params, cells: &[Cell], labels: &[String]) -> String {
+/// Per-round values of a statistic of one (server, mode, size), NaN for a round without it.
+pub fn per_round(
+    cells: &[Cell],
+    rounds: u32,
+    server: &str,
+    mode: ModeArg,
+    size: u64,
+    f: fn(&Measurement) -> f64,
+) -> Vec<f64> {
+    (0..rounds)
+        .map(|r| {
+            cells
+                .iter()
+                .find(|c| {
+                    c.round == r && c.server == server && c.mode == mode && c.size_bytes == size
+                })
+                .and_then(|c| c.measurement.as_ref().map(f))
+                .unwrap_or(f64::NAN)
+        })
+        .collect()
+}
+
+/// The paper's findings, each checked against this run's rounds where the servers were run: a
+/// finding holds or not only when every round agrees ([`crate::verdict`]).
+fn comparison(p: &Params, cells: &[Cell], labels: &[String], quick: bool) -> String {
     let mode = if p.modes.contains(&ModeArg::Close) { ModeArg::Close } else { p.modes[0] };
     let small = p.sizes.iter().copied().filter(|&s| s > 0).min().unwrap_or(0);
     let large = p.sizes.iter().copied().max().unwrap_or(0);
     let rate = |l: &str, z: u64| median_of(cells, l, mode, z).rps;
+    let rounds = |l: &str| per_round(cells, p.rounds, l, mode, small, |m| m.rps);
     let has = |l: &str| labels.iter().any(|x| x == l);
     let mut out = String::new();
     out.push_str(&format!(
-        "Checks use the {} medians at {} (small) and {} (large).\n\n",
+        "Checks use the {} cells at {} (small) and {} (large): the ratios are per round (median, and the range over the {} round(s)); a finding holds or fails only when every round agrees, otherwise it is within noise.\n\n",
         mode_title(mode),
         size_name(small),
-        size_name(large)
+        size_name(large),
+        p.rounds
     ));
     let archs: Vec<&String> = labels
         .iter()
         .filter(|l| crate::servers::ServerSpec::parse(l).is_ok_and(|s| s.is_amped()))
         .collect();
     if archs.len() >= 2 {
-        let rates: Vec<f64> =
+        let per: Vec<Vec<f64>> = archs.iter().map(|l| rounds(l)).collect();
+        let spreads: Vec<f64> = (0..p.rounds as usize)
+            .map(|r| {
+                let v: Vec<f64> =
+                    per.iter().map(|x| x[r]).filter(|v| v.is_finite() && *v > 0.0).collect();
+                ratio(
+                    v.iter().copied().fold(f64::MIN, f64::max),
+                    v.iter().copied().fold(f64::MAX, f64::min),
+                )
+            })
+            .collect();
+        let j = judge(&spreads, Cmp::AtMost(1.3), quick);
+        let medians: Vec<f64> =
             archs.iter().map(|l| rate(l, small)).filter(|r| r.is_finite() && *r > 0.0).collect();
-        let spread = ratio(
-            rates.iter().copied().fold(f64::MIN, f64::max),
-            rates.iter().copied().fold(f64::MAX, f64::min),
+        let on_medians = ratio(
+            medians.iter().copied().fold(f64::MIN, f64::max),
+            medians.iter().copied().fold(f64::MAX, f64::min),
         );
         out.push_str(&format!(
-            "- *Architecture barely matters on a cached file*: the fastest amped architecture is {}× the slowest at {}. {}\n",
-            fmt(spread, 2),
+            "- *Architecture barely matters on a cached file*: the fastest amped architecture is {}× the slowest at {} (on the medians; per round, fastest / slowest of that round). {}\n",
+            fmt(on_medians, 2),
             size_name(small),
-            verdict(spread <= 1.3, "Holds", "Does not hold: per-connection costs (thread or process creation, hand-offs) are visible on modern Linux where the 1999 network hid them")
+            j.text("Holds", "Does not hold: per-connection costs (thread or process creation, hand-offs) are visible on modern Linux where the 1999 network hid them")
         ));
     }
     if has("sped") && has("amped") {
-        let r = ratio(rate("sped", small), rate("amped", small));
+        let j = judge(&ratios(&rounds("sped"), &rounds("amped")), Cmp::AtLeast(1.0), quick);
         out.push_str(&format!(
             "- *Flash-SPED slightly outperforms Flash (AMPED pays a residency test)*: sped/amped = {} at {}. {}\n",
-            fmt(r, 2),
+            fmt(j.spread.median, 2),
             size_name(small),
-            verdict(r >= 1.0, "Holds", "Does not hold here: amped's residency test is a cheap non-blocking check, within the noise of this machine")
+            j.text("Holds", "Does not hold here: amped's residency test is a cheap non-blocking check")
         ));
     }
     for arch in ["mt", "mp"] {
         if let (true, Some(l)) = (has("amped"), labels.iter().find(|l| l.starts_with(arch))) {
-            let r = ratio(rate(l, small), rate("amped", small));
+            let j = judge(&ratios(&rounds(l), &rounds("amped")), Cmp::Below(1.0), quick);
             out.push_str(&format!(
                 "- *Flash-{} lags slightly (context switches)*: {l}/amped = {} at {}. {}\n",
                 arch.to_uppercase(),
-                fmt(r, 2),
+                fmt(j.spread.median, 2),
                 size_name(small),
-                verdict(r < 1.0, "Holds", "Does not hold here")
+                j.text("Holds", "Does not hold here")
             ));
         }
     }
     let apache: Vec<&String> = labels.iter().filter(|l| l.starts_with("apache")).collect();
     if let Some(a) = apache.first() {
-        let lowest = labels
-            .iter()
-            .filter(|l| rate(l, small).is_finite())
-            .min_by(|x, y| rate(x, small).total_cmp(&rate(y, small)));
+        let others: Vec<Vec<f64>> =
+            labels.iter().filter(|l| !l.starts_with("apache")).map(|l| rounds(l)).collect();
+        let best_apache: Vec<Vec<f64>> = apache.iter().map(|l| rounds(l)).collect();
+        let per_round: Vec<f64> = (0..p.rounds as usize)
+            .map(|r| {
+                let fastest_apache = best_apache.iter().map(|x| x[r]).fold(f64::NAN, f64::max);
+                let slowest_other = others.iter().map(|x| x[r]).fold(f64::NAN, f64::min);
+                ratio(fastest_apache, slowest_other)
+            })
+            .collect();
+        let j = judge(&per_round, Cmp::Below(1.0), quick);
         out.push_str(&format!(
-            "- *Apache is clearly the slowest*: slowest at {} is {}. {}\n",
+            "- *Apache is clearly the slowest*: fastest Apache / slowest other server = {} at {}. {}\n",
+            fmt(j.spread.median, 2),
             size_name(small),
-            lowest.map_or("-", |s| s.as_str()),
-            verdict(lowest.is_some_and(|l| l.starts_with("apache")), "Holds", &format!("Does not hold: {a} with sendfile and an event MPM is a modern, optimized server, unlike Apache 1.3"))
+            j.text("Holds", &format!("Does not hold: {a} with sendfile and an event MPM is a modern, optimized server, unlike Apache 1.3"))
         ));
     }
     let peers: Vec<&String> = labels
@@ -521,9 +641,4 @@ fn comparison(p: &Params, cells: &[Cell], labels: &[String]) -> String {
          event-driven servers alike; the differences that remain are per-request user-space work.\n",
     );
     out
-}
-
-/// "Holds." or the given reason.
-pub fn verdict(ok: bool, yes: &str, no: &str) -> String {
-    if ok { format!("{yes}.") } else { format!("{no}.") }
 }

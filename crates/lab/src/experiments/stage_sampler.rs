@@ -10,13 +10,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The stats path amplab gives staged servers it samples.
 pub const STATS_PATH: &str = "/.amplab/stats";
 
 /// One look at the stages.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Sample {
     /// Seconds since sampling began (the server had just answered its probe).
     pub t_s: f64,

@@ -3,7 +3,7 @@
 //! public: both are SPECweb99-like sets with Zipf traces, sized against the memory limit), or
 //! on a user's own Common Log Format log replayed in order against a matching file set.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::diskrun::{self, DiskCell, Load};
@@ -13,8 +13,9 @@ use crate::datasets::{replay, specweb};
 use crate::diskemu::DiskEmulation;
 use crate::progress::Progress;
 use crate::report::markdown::table;
-use crate::stats::{fmt, ratio};
-use crate::svg::{Chart, Plot, Scale};
+use crate::stats::{Spread, fmt, ratio};
+use crate::svg::{Bars, Chart, Plot, Scale};
+use crate::verdict::{Cmp, judge};
 
 /// The Flash paper's line-up (Flash, SPED, MT, MP) plus uring and the peers.
 pub const DEFAULT_SERVERS: &[&str] = &[
@@ -42,7 +43,7 @@ struct Workload {
 }
 
 /// One measured (workload, server).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     pub workload: String,
     pub round: u32,
@@ -222,12 +223,50 @@ fn measure(
 
 /// A server's median body throughput over the rounds of workload `w` (NaN if none).
 fn mbps(rows: &[Row], w: &str, server: &str) -> f64 {
+    mbps_spread(rows, w, server).median
+}
+
+fn mbps_spread(rows: &[Row], w: &str, server: &str) -> Spread {
     let v: Vec<f64> = rows
         .iter()
         .filter(|r| r.workload == w && r.cell.server == server)
         .filter_map(|r| r.cell.measurement.as_ref().map(|m| m.body_mbps))
         .collect();
-    crate::stats::median(&v)
+    Spread::of(&v)
+}
+
+/// `amplab report`: the figure and summary of a recorded E2 run, from its results.json.
+pub fn rebuild(lab: &mut Lab, setup: &serde_json::Value) -> Result<String, String> {
+    let q = &setup["parameters"];
+    let num = |k: &str| q[k].as_f64().unwrap_or(f64::NAN);
+    let p = Params {
+        connections: num("connections") as u32,
+        requests_per_conn: num("requests_per_conn") as u32,
+        warmup: num("warmup_s"),
+        duration: num("duration_s"),
+        rounds: num("rounds") as u32,
+    };
+    let workloads: Vec<Workload> = q["workloads"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|w| Workload {
+                    name: w["name"].as_str().unwrap_or_default().to_string(),
+                    description: w["description"].as_str().unwrap_or_default().to_string(),
+                    root: std::path::PathBuf::new(),
+                    urls: Vec::new(),
+                    warm_urls: Vec::new(),
+                    bytes: w["bytes"].as_u64().unwrap_or(0),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let emu: DiskEmulation = super::rebuild::parameters(&setup["disk_emulation"])?;
+    let (rows, labels) = super::rebuild::disk_rows(&lab.run.path, |r: &mut Row| &mut r.cell)?;
+    lab.servers = super::rebuild::specs(&labels);
+    let names: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
+    let figure = chart(lab, &emu, &p, &rows, &names)?;
+    Ok(summary(lab, &emu, &p, &rows, &workloads, &figure))
 }
 
 /// Throughput per server, a group of bars per workload. Returns the figure's file name.
@@ -241,7 +280,15 @@ fn chart(
     let series = lab
         .servers
         .iter()
-        .map(|s| (s.label.clone(), names.iter().map(|w| mbps(rows, w, &s.label)).collect()))
+        .map(|s| {
+            let spreads: Vec<Spread> =
+                names.iter().map(|w| mbps_spread(rows, w, &s.label)).collect();
+            Bars {
+                name: s.label.clone(),
+                values: spreads.iter().map(|v| v.median).collect(),
+                spread: spreads.iter().map(Spread::range).collect(),
+            }
+        })
         .collect();
     lab.run
         .write_chart("throughput", &Chart {
@@ -294,10 +341,17 @@ fn summary(
     let body: Vec<Vec<String>> = labels
         .iter()
         .map(|l| {
-            std::iter::once(l.clone()).chain(names.iter().map(|w| fmt(mbps(w, l), 1))).collect()
+            std::iter::once(l.clone())
+                .chain(names.iter().map(|w| mbps_spread(rows, w, l).text(1)))
+                .collect()
         })
         .collect();
     s.push_str(&table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body));
+    s.push_str(&if p.rounds > 1 {
+        format!("\nMedians over {} rounds with the rounds' min–max in parentheses (the figure's whiskers).\n", p.rounds)
+    } else {
+        "\nOne round: the noise between rounds was not measured.\n".to_string()
+    });
     s.push_str(&format!("\nFigure: [{figure}]({figure})\n\n## Compared with the paper\n\n"));
     for w in &names {
         let best = labels
@@ -313,7 +367,20 @@ fn summary(
     {
         let owl = ratio(mbps(&names[0], "sped"), mbps(&names[0], "amped"));
         let cs = ratio(mbps(&names[1], "sped"), mbps(&names[1], "amped"));
-        s.push_str(&format!("- *SPED does well on the cache-friendly trace and falls behind on the disk-bound one*: sped/amped = {} on {}, {} on {}. {}\n", fmt(owl, 2), names[0], fmt(cs, 2), names[1], super::single_file::verdict(cs < 0.9 * owl, "Holds", "Does not hold here: the disk waits cost every architecture alike")));
+        // Per round: sped/amped on the disk-bound trace over sped/amped on the cached one.
+        let rounds = rows.iter().map(|r| r.round + 1).max().unwrap_or(0);
+        let in_round = |r: u32, w: &str, l: &str| {
+            rows.iter()
+                .find(|x| x.round == r && x.workload == w && x.cell.server == l)
+                .and_then(|x| x.cell.measurement.as_ref().map(|m| m.body_mbps))
+                .unwrap_or(f64::NAN)
+        };
+        let sped_share = |r: u32, w: &str| ratio(in_round(r, w, "sped"), in_round(r, w, "amped"));
+        let per_round: Vec<f64> = (0..rounds)
+            .map(|r| ratio(sped_share(r, &names[1]), sped_share(r, &names[0])))
+            .collect();
+        let j = judge(&per_round, Cmp::Below(0.9), lab.quick);
+        s.push_str(&format!("- *SPED does well on the cache-friendly trace and falls behind on the disk-bound one*: sped/amped = {} on {}, {} on {} (disk-bound over cached: {}). {}\n", fmt(owl, 2), names[0], fmt(cs, 2), names[1], fmt(j.spread.median, 2), j.text("Holds", "Does not hold here: the disk waits cost every architecture alike")));
     }
     s.push_str(&format!("\nThe data sets total {:.0} MiB; the Rice CS and Owlnet traces are not public, so their shape (small and cache-resident vs large and disk-bound) is what is reproduced, not their numbers.\n", workloads.iter().map(|w| w.bytes).sum::<u64>() as f64 / 1048576.0));
     let failures: Vec<String> = rows

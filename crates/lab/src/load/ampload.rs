@@ -22,6 +22,8 @@ pub struct Ampload {
     pub requests_per_conn: Option<u32>,
     pub urls_file: Option<PathBuf>,
     pub timeout_s: f64,
+    /// Per-window latency histograms of this length (`--interval`), for latency over time.
+    pub interval_s: Option<f64>,
 }
 
 /// The parts of ampload's JSON report amplab uses (unknown fields are ignored).
@@ -37,12 +39,22 @@ pub struct Report {
     pub conn_per_s: f64,
     pub status: BTreeMap<String, u64>,
     pub errors_total: u64,
+    pub errors: BTreeMap<String, u64>,
     pub first_errors: BTreeMap<String, String>,
     pub latency_us: LatencyUs,
+    pub latency_spectrum: Vec<SpectrumPoint>,
     pub achieved_rate: Option<f64>,
     pub schedule_lag_warnings: u64,
     pub max_schedule_lag_us: u64,
     pub backlog_max: u64,
+}
+
+/// One line of `latency_spectrum`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct SpectrumPoint {
+    pub percentile: f64,
+    pub value_us: f64,
 }
 
 /// `latency_us` of the report.
@@ -72,6 +84,7 @@ impl Ampload {
             requests_per_conn: None,
             urls_file: None,
             timeout_s: 10.0,
+            interval_s: None,
         }
     }
 
@@ -107,6 +120,10 @@ impl Ampload {
         }
         v.push("--timeout".into());
         v.push(format!("{}ms", (self.timeout_s * 1000.0).round()));
+        if let Some(i) = self.interval_s {
+            v.push("--interval".into());
+            v.push(format!("{}ms", (i * 1000.0).round().max(1.0)));
+        }
         v
     }
 
@@ -179,7 +196,25 @@ pub fn measurement(r: &Report) -> Measurement {
             }
         },
         first_error,
+        failed_by_kind: r
+            .errors
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| (k.clone(), *n))
+            .collect(),
+        non_2xx_by_status: r
+            .status
+            .iter()
+            .filter(|(code, _)| !code.starts_with('2'))
+            .map(|(code, n)| (code.clone(), *n))
+            .collect(),
+        latency_cdf: cdf(&r.latency_spectrum),
     }
+}
+
+/// The spectrum as (fraction answered within, ms) points.
+fn cdf(spectrum: &[SpectrumPoint]) -> Vec<(f64, f64)> {
+    spectrum.iter().map(|p| (p.percentile / 100.0, p.value_us / 1000.0)).collect()
 }
 
 #[cfg(test)]
@@ -199,6 +234,8 @@ mod tests {
         a.urls_file = Some("/t/urls".into());
         let line = a.argv(Path::new("ampload")).join(" ");
         assert!(line.contains("--rate 1000 -k 5 --urls /t/urls"), "{line}");
+        a.interval_s = Some(1.0);
+        assert!(a.argv(Path::new("ampload")).join(" ").ends_with("--interval 1000ms"));
     }
 
     #[test]
@@ -218,5 +255,21 @@ mod tests {
         assert!((m.latency.p50 - 0.075).abs() < 1e-9);
         assert!((m.body_mbps - 1_000_000.0 * 8.0 / 0.050069159 / 1e6).abs() < 1e-6);
         assert!(m.first_error.is_none());
+        assert!(m.problems().is_none() && m.latency_cdf.is_empty());
+    }
+
+    #[test]
+    fn counts_failures_and_statuses_by_kind() {
+        let json = r#"{"requests":6022,"ok":5838,"status":{"200":5804,"301":34,"404":184},
+            "errors":{"connect":0,"timeout":25,"reset":0,"bad_response":0},"errors_total":25,
+            "first_errors":{"timeout":"no response within 30s"},
+            "latency_spectrum":[{"percentile":0.0,"value_us":100,"count":1},{"percentile":100.0,"value_us":2500,"count":6022}]}"#;
+        let m = measurement(&serde_json::from_str(json).unwrap());
+        assert_eq!(m.failed(), 25);
+        assert_eq!(
+            m.problems().unwrap(),
+            "25 of 6047 requests got no answer (timeout 25; first timeout: no response within 30s); 218 of 6022 answers were not 2xx (301 × 34, 404 × 184)"
+        );
+        assert_eq!(m.latency_cdf, vec![(0.0, 0.1), (1.0, 2.5)]);
     }
 }

@@ -84,6 +84,12 @@ pub fn parse(text: &str, body_bytes: u64) -> Option<Measurement> {
         m.body_mbps = (m.ok * body_bytes) as f64 * 8.0 / m.duration_s / 1e6;
     }
     m.latency = latency;
+    if socket_errors > 0 {
+        m.failed_by_kind.insert("socket".into(), socket_errors);
+    }
+    if non_2xx > 0 {
+        m.non_2xx_by_status.insert("non-2xx/3xx".into(), non_2xx);
+    }
     if m.errors > 0 {
         m.first_error = Some(format!("{non_2xx} non-2xx/3xx, {socket_errors} socket errors"));
     }

@@ -3,7 +3,9 @@
 //! Scratch files go to `tmp/`, which is removed when the run ends.
 
 pub mod csv;
+pub mod index;
 pub mod markdown;
+pub mod png;
 pub mod setup;
 
 use std::fs;
@@ -17,6 +19,9 @@ use crate::svg::Chart;
 #[derive(Debug)]
 pub struct RunDir {
     pub path: PathBuf,
+    /// Why a figure has no PNG copy, if one has none (said once on stderr, then in setup.json
+    /// and summary.md by [`crate::experiments::Lab::finish`]).
+    pub png_missing: Option<String>,
 }
 
 impl RunDir {
@@ -45,7 +50,12 @@ impl RunDir {
         // Absolute, because servers are started with paths under it and some (nginx -p)
         // resolve relative paths against their own prefix, not our working directory.
         let path = fs::canonicalize(&path)?;
-        Ok(RunDir { path })
+        Ok(RunDir { path, png_missing: None })
+    }
+
+    /// An existing run folder, to rewrite its figures and summary.
+    pub fn reopen(path: &Path) -> RunDir {
+        RunDir { path: path.to_path_buf(), png_missing: None }
     }
 
     /// `tmp/` (scratch, removed at the end).
@@ -64,19 +74,19 @@ impl RunDir {
         self.write(name, &(text + "\n"))
     }
 
-    /// Writes a figure (`name` without extension) as SVG, and as PNG too when
-    /// `rsvg-convert` (Debian librsvg2-bin) is installed.
+    /// Writes a figure (`name` without extension) as SVG and as PNG (rendered in-process; if
+    /// that fails, the reason is kept in `png_missing` and said on stderr once).
     pub fn write_chart(&mut self, name: &str, chart: &Chart) -> io::Result<String> {
         let file = format!("{name}.svg");
-        self.write(&file, &chart.render())?;
-        if let Some(rsvg) = crate::tools::which("rsvg-convert") {
-            let png = self.path.join(format!("{name}.png"));
-            let _ = std::process::Command::new(rsvg)
-                .arg("-o")
-                .arg(&png)
-                .arg(self.path.join(&file))
-                .stderr(std::process::Stdio::null())
-                .status();
+        let svg = chart.render();
+        self.write(&file, &svg)?;
+        let png = self.path.join(format!("{name}.png"));
+        if let Err(why) = png::write(&svg, &png) {
+            let _ = fs::remove_file(&png);
+            if self.png_missing.is_none() {
+                eprintln!("[amplab] warning: {name}.png not written: {why}");
+            }
+            self.png_missing.get_or_insert(format!("{name}.png not written: {why}"));
         }
         Ok(file)
     }

@@ -24,7 +24,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use fuser::{BackgroundSession, Config, INodeNo, MountOption, Notifier, SessionACL};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use model::{Model, Snapshot};
 
@@ -32,7 +32,7 @@ use fs::{Nodes, SlowFs};
 use model::{Disk, Stats};
 
 /// Everything a mount needs besides its paths.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Options {
     pub model: Model,
     /// How long the kernel may cache entries and attributes, s. Long by default: the data set
@@ -67,7 +67,7 @@ impl Options {
 }
 
 /// What setup.json records about a mount.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Info {
     pub source: PathBuf,
     pub mount_point: PathBuf,

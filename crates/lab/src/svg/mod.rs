@@ -1,33 +1,75 @@
 //! A small SVG chart writer: line charts (optionally log-scaled) and grouped bar charts, each
 //! with a title naming the workload, axis labels with units, ticks and a legend.
 //!
-//! Every series is drawn inside `<g class="series" data-series="NAME">`, so a figure's series
-//! can be counted and named by reading the SVG back (the tests do).
+//! Every series is drawn inside `<g class="series" data-series="NAME">` with its colour in
+//! `data-color`, and its legend entry is `<g class="legend-entry" data-series="NAME">`, so a
+//! figure's series, colours and legend can be read back from the SVG (the tests do). Layout
+//! rules a reviewer would check:
+//! - each server has one colour and marker in every figure ([`style`]);
+//! - a point or bar with a spread over rounds carries a min–max whisker;
+//! - the legend column is as wide as its longest name and the canvas as tall as the legend, so
+//!   no legend entry is ever cut off;
+//! - a bar chart whose categories differ by more than 10× on a linear axis is drawn as one
+//!   panel per category, each with its own axis, so small bars stay visible.
 
 pub mod axis;
+#[cfg(test)]
+pub mod check;
+pub mod style;
 
 use std::fmt::Write;
 
 pub use axis::Scale;
 use axis::{Axis, label};
+use style::Style;
 
-const WIDTH: f64 = 900.0;
-const HEIGHT: f64 = 540.0;
+/// Width of the plotting area (all panels together).
+const PLOT_W: f64 = 586.0;
+/// Height of the plotting area.
+const PLOT_H: f64 = 404.0;
 const LEFT: f64 = 84.0;
-const RIGHT: f64 = 230.0;
 const TOP: f64 = 72.0;
 const BOTTOM: f64 = 64.0;
+/// Narrowest legend column.
+const LEGEND_MIN: f64 = 200.0;
+/// Legend rows.
+const LEGEND_ROW: f64 = 18.0;
+/// Estimated advance of one character at 12 px (DejaVu Sans averages ~0.55 em; a little more
+/// so that an estimate never falls short).
+const CHAR_W: f64 = 7.4;
+/// Gap between bar panels (holds the next panel's tick labels).
+const PANEL_GAP: f64 = 64.0;
+/// A bar chart's categories are split into panels above this ratio of their largest values.
+const PANEL_RATIO: f64 = 10.0;
 
-const COLORS: [&str; 12] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#393b79", "#637939",
-];
+/// An (x, y) point.
+type Point = (f64, f64);
+/// A (min, max) spread.
+type Range = (f64, f64);
 
-/// One line: (x, y) points, drawn in x order.
-#[derive(Clone, Debug)]
+/// One line: (x, y) points, drawn in x order, with an optional (min, max) per point.
+#[derive(Clone, Debug, Default)]
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    /// Spread over rounds at each point (same order as `points`), or empty.
+    pub spread: Vec<(f64, f64)>,
+}
+
+impl Series {
+    /// A line without spreads.
+    pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series { name: name.into(), points, spread: Vec::new() }
+    }
+}
+
+/// One series of a bar chart: a value per category, with an optional (min, max) each.
+#[derive(Clone, Debug, Default)]
+pub struct Bars {
+    pub name: String,
+    pub values: Vec<f64>,
+    /// Spread over rounds per category, or empty.
+    pub spread: Vec<(f64, f64)>,
 }
 
 /// What the chart draws.
@@ -35,8 +77,8 @@ pub struct Series {
 pub enum Plot {
     /// Lines through points.
     Lines(Vec<Series>),
-    /// Groups of bars: one group per category, one bar per series (values by category).
-    Bars { categories: Vec<String>, series: Vec<(String, Vec<f64>)> },
+    /// Groups of bars: one group per category, one bar per series.
+    Bars { categories: Vec<String>, series: Vec<Bars> },
 }
 
 /// A complete figure.
@@ -52,176 +94,287 @@ pub struct Chart {
     pub plot: Plot,
 }
 
+/// A plotting rectangle in pixels.
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+}
+
+impl Frame {
+    fn px(&self, x: &Axis, v: f64) -> f64 {
+        self.x0 + x.frac(v) * (self.x1 - self.x0)
+    }
+
+    fn py(&self, y: &Axis, v: f64) -> f64 {
+        self.y1 - y.frac(v) * (self.y1 - self.y0)
+    }
+}
+
 impl Chart {
     /// Names of the series, in legend order.
     pub fn series_names(&self) -> Vec<String> {
         match &self.plot {
             Plot::Lines(s) => s.iter().map(|s| s.name.clone()).collect(),
-            Plot::Bars { series, .. } => series.iter().map(|(n, _)| n.clone()).collect(),
+            Plot::Bars { series, .. } => series.iter().map(|b| b.name.clone()).collect(),
         }
+    }
+
+    /// Canvas width: the plot, then a legend column wide enough for the longest name.
+    fn width(&self) -> f64 {
+        let longest = self.series_names().iter().map(|n| text_width(n)).fold(0.0, f64::max);
+        LEFT + PLOT_W + LEGEND_MIN.max(16.0 + 24.0 + longest + 16.0)
+    }
+
+    /// Canvas height: the plot, or the legend if it is taller.
+    fn height(&self) -> f64 {
+        let legend = TOP + 24.0 + LEGEND_ROW * self.series_names().len() as f64 + 12.0;
+        (TOP + PLOT_H + BOTTOM).max(legend)
     }
 
     /// The SVG document.
     pub fn render(&self) -> String {
+        let (width, height) = (self.width(), self.height());
+        let frame = Frame { x0: LEFT, x1: LEFT + PLOT_W, y0: TOP, y1: TOP + PLOT_H };
+        let styles = style::assign(&self.series_names());
         let mut svg = String::new();
         let _ = write!(
             svg,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12">"#
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12">"#
         );
-        let _ = write!(svg, r#"<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#);
+        let _ = write!(svg, r#"<rect width="{width}" height="{height}" fill="white"/>"#);
         let _ = write!(
             svg,
             r#"<text class="title" x="{}" y="26" text-anchor="middle" font-size="16" font-weight="bold">{}</text>"#,
-            WIDTH / 2.0,
+            width / 2.0,
             esc(&self.title)
         );
         let _ = write!(
             svg,
             r##"<text class="subtitle" x="{}" y="46" text-anchor="middle" font-size="{:.1}" fill="#444">{}</text>"##,
-            WIDTH / 2.0,
-            subtitle_font_size(&self.subtitle),
+            width / 2.0,
+            subtitle_font_size(&self.subtitle, width),
             esc(&self.subtitle)
         );
         match &self.plot {
-            Plot::Lines(series) => self.render_lines(&mut svg, series),
-            Plot::Bars { categories, series } => self.render_bars(&mut svg, categories, series),
+            Plot::Lines(series) => self.render_lines(&mut svg, frame, series, &styles),
+            Plot::Bars { categories, series } => {
+                self.render_bars(&mut svg, frame, categories, series, &styles)
+            }
         }
-        self.render_legend(&mut svg);
+        self.render_legend(&mut svg, frame, &styles);
         svg.push_str("</svg>\n");
         svg
     }
 
-    fn render_lines(&self, svg: &mut String, series: &[Series]) {
-        let x = Axis::fit(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)), self.x_scale);
-        let y = Axis::fit(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)), self.y_scale);
-        self.render_frame(svg, Some(&x), &y);
-        for (i, s) in series.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
-            let dash = if i >= COLORS.len() { r#" stroke-dasharray="6 3""# } else { "" };
-            let mut pts: Vec<(f64, f64)> = s
+    fn render_lines(&self, svg: &mut String, f: Frame, series: &[Series], styles: &[Style]) {
+        let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+        let ys = series.iter().flat_map(|s| {
+            s.points.iter().map(|p| p.1).chain(s.spread.iter().flat_map(|&(a, b)| [a, b]))
+        });
+        let x = Axis::fit(xs, self.x_scale);
+        let y = Axis::fit(ys, self.y_scale);
+        self.render_frame(svg, f, Some(&x), &y, true);
+        let dodge = |i: usize| (i as f64 - (series.len() as f64 - 1.0) / 2.0) * 2.5;
+        for (si, (s, st)) in series.iter().zip(styles).enumerate() {
+            let mut pts: Vec<(Point, Option<Range>)> = s
                 .points
                 .iter()
-                .copied()
-                .filter(|(a, b)| usable(*a, self.x_scale) && usable(*b, self.y_scale))
+                .enumerate()
+                .map(|(i, p)| (*p, s.spread.get(i).copied()))
+                .filter(|((a, b), _)| usable(*a, self.x_scale) && usable(*b, self.y_scale))
                 .collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let _ = write!(svg, r#"<g class="series" data-series="{}">"#, esc(&s.name));
-            let path: Vec<String> =
-                pts.iter().map(|&(a, b)| format!("{:.1},{:.1}", px(&x, a), py(&y, b))).collect();
+            pts.sort_by(|a, b| a.0.0.total_cmp(&b.0.0));
+            let color = &st.color;
+            let _ = write!(
+                svg,
+                r#"<g class="series" data-series="{}" data-color="{color}">"#,
+                esc(&s.name)
+            );
+            let path: Vec<String> = pts
+                .iter()
+                .map(|&((a, b), _)| format!("{:.1},{:.1}", f.px(&x, a), f.py(&y, b)))
+                .collect();
+            let dash = if st.dashed { r#" stroke-dasharray="6 3""# } else { "" };
             let _ = write!(
                 svg,
                 r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,
                 path.join(" ")
             );
-            for &(a, b) in &pts {
-                let _ = write!(
-                    svg,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"/>"#,
-                    px(&x, a),
-                    py(&y, b)
-                );
-            }
-            svg.push_str("</g>");
-        }
-    }
-
-    fn render_bars(&self, svg: &mut String, categories: &[String], series: &[(String, Vec<f64>)]) {
-        let y = Axis::fit(series.iter().flat_map(|(_, v)| v.iter().copied()), self.y_scale);
-        self.render_frame(svg, None, &y);
-        let plot_w = WIDTH - LEFT - RIGHT;
-        let group_w = plot_w / categories.len().max(1) as f64;
-        let bar_w = group_w * 0.8 / series.len().max(1) as f64;
-        for (ci, cat) in categories.iter().enumerate() {
-            let cx = LEFT + group_w * (ci as f64 + 0.5);
-            let _ = write!(
-                svg,
-                r#"<text x="{cx:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                HEIGHT - BOTTOM + 16.0,
-                esc(cat)
-            );
-        }
-        let base = py(&y, if self.y_scale == Scale::Log { y.min } else { 0.0f64.max(y.min) });
-        for (si, (name, values)) in series.iter().enumerate() {
-            let color = COLORS[si % COLORS.len()];
-            let _ = write!(svg, r#"<g class="series" data-series="{}">"#, esc(name));
-            for (ci, &v) in values.iter().enumerate().take(categories.len()) {
-                if !usable(v, self.y_scale) {
-                    continue;
+            for &((a, b), spread) in &pts {
+                let cx = f.px(&x, a);
+                if let Some((lo, hi)) = spread {
+                    // Side by side, so whiskers of series at the same x stay apart.
+                    whisker(svg, cx + dodge(si), f.py(&y, lo), f.py(&y, hi), color);
                 }
-                let x0 = LEFT + group_w * ci as f64 + group_w * 0.1 + bar_w * si as f64;
-                let top = py(&y, v);
-                let _ = write!(
-                    svg,
-                    r#"<rect x="{x0:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{}: {}</title></rect>"#,
-                    bar_w * 0.92,
-                    (base - top).max(0.0),
-                    esc(name),
-                    label(v)
-                );
+                svg.push_str(&style::marker_svg(st.marker, cx, f.py(&y, b), color));
             }
             svg.push_str("</g>");
         }
     }
 
-    /// Plot frame, grid, ticks and axis labels (`x` is `None` for bar charts).
-    fn render_frame(&self, svg: &mut String, x: Option<&Axis>, y: &Axis) {
-        let (x0, x1, y0, y1) = (LEFT, WIDTH - RIGHT, TOP, HEIGHT - BOTTOM);
+    fn render_bars(
+        &self,
+        svg: &mut String,
+        f: Frame,
+        categories: &[String],
+        series: &[Bars],
+        styles: &[Style],
+    ) {
+        let top_of = |ci: usize| {
+            series
+                .iter()
+                .flat_map(|b| {
+                    let spread = b.spread.get(ci).map(|s| s.1);
+                    [b.values.get(ci).copied(), spread].into_iter().flatten()
+                })
+                .filter(|v| v.is_finite() && *v > 0.0)
+                .fold(0.0f64, f64::max)
+        };
+        let tops: Vec<f64> = (0..categories.len()).map(top_of).filter(|t| *t > 0.0).collect();
+        let (lo, hi) = tops.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &t| (a.min(t), b.max(t)));
+        let panels = self.y_scale == Scale::Linear && categories.len() > 1 && hi > PANEL_RATIO * lo;
+        let groups: Vec<Vec<usize>> = if panels {
+            (0..categories.len()).map(|c| vec![c]).collect()
+        } else {
+            vec![(0..categories.len()).collect()]
+        };
+        let n = groups.len() as f64;
+        let panel_w = (PLOT_W - PANEL_GAP * (n - 1.0)) / n;
+        for (gi, cats) in groups.iter().enumerate() {
+            let x0 = f.x0 + gi as f64 * (panel_w + PANEL_GAP);
+            let frame = Frame { x0, x1: x0 + panel_w, ..f };
+            let values = cats.iter().flat_map(|&ci| {
+                series.iter().flat_map(move |b| {
+                    let v = b.values.get(ci).copied();
+                    let s = b.spread.get(ci).map(|s| s.1);
+                    [v, s].into_iter().flatten()
+                })
+            });
+            let y = Axis::fit(values, self.y_scale);
+            self.render_frame(svg, frame, None, &y, gi == 0);
+            let group_w = panel_w / cats.len().max(1) as f64;
+            let bar_w = group_w * 0.8 / series.len().max(1) as f64;
+            for (k, &ci) in cats.iter().enumerate() {
+                let _ = write!(
+                    svg,
+                    r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                    x0 + group_w * (k as f64 + 0.5),
+                    f.y1 + 16.0,
+                    esc(&categories[ci])
+                );
+            }
+            let base =
+                frame.py(&y, if self.y_scale == Scale::Log { y.min } else { 0.0f64.max(y.min) });
+            for (si, (b, st)) in series.iter().zip(styles).enumerate() {
+                let color = &st.color;
+                let _ = write!(
+                    svg,
+                    r#"<g class="series" data-series="{}" data-color="{color}">"#,
+                    esc(&b.name)
+                );
+                for (k, &ci) in cats.iter().enumerate() {
+                    let Some(&v) = b.values.get(ci) else { continue };
+                    if !usable(v, self.y_scale) {
+                        continue;
+                    }
+                    let bx = x0 + group_w * k as f64 + group_w * 0.1 + bar_w * si as f64;
+                    let top = frame.py(&y, v);
+                    let spread = b.spread.get(ci).copied();
+                    let range = spread.map_or(String::new(), |(a, z)| {
+                        format!(" (min {}, max {})", label(a), label(z))
+                    });
+                    let _ = write!(
+                        svg,
+                        r#"<rect x="{bx:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{}: {}{range}</title></rect>"#,
+                        bar_w * 0.92,
+                        (base - top).max(0.0),
+                        esc(&b.name),
+                        label(v)
+                    );
+                    if let Some((a, z)) = spread {
+                        let cx = bx + bar_w * 0.46;
+                        whisker(svg, cx, frame.py(&y, a), frame.py(&y, z), "#222");
+                    }
+                }
+                svg.push_str("</g>");
+            }
+        }
+    }
+
+    /// Frame, grid, ticks; the axis labels when `labels` (`x` is `None` for bar charts).
+    fn render_frame(&self, svg: &mut String, f: Frame, x: Option<&Axis>, y: &Axis, labels: bool) {
         svg.push_str(r#"<g class="axes">"#);
         for &t in &y.ticks {
-            let ty = py(y, t);
+            let ty = f.py(y, t);
             let _ = write!(
                 svg,
-                r##"<line x1="{x0}" y1="{ty:.1}" x2="{x1}" y2="{ty:.1}" stroke="#e0e0e0"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-                x0 - 6.0,
+                r##"<line x1="{:.1}" y1="{ty:.1}" x2="{:.1}" y2="{ty:.1}" stroke="#e0e0e0"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+                f.x0,
+                f.x1,
+                f.x0 - 6.0,
                 ty + 4.0,
                 label(t)
             );
         }
         if let Some(x) = x {
             for &t in &x.ticks {
-                let tx = px(x, t);
+                let tx = f.px(x, t);
                 let _ = write!(
                     svg,
-                    r##"<line x1="{tx:.1}" y1="{y0}" x2="{tx:.1}" y2="{y1}" stroke="#f0f0f0"/><text x="{tx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-                    y1 + 16.0,
+                    r##"<line x1="{tx:.1}" y1="{}" x2="{tx:.1}" y2="{}" stroke="#f0f0f0"/><text x="{tx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+                    f.y0,
+                    f.y1,
+                    f.y1 + 16.0,
                     label(t)
                 );
             }
         }
         let _ = write!(
             svg,
-            r#"<rect x="{x0}" y="{y0}" width="{}" height="{}" fill="none" stroke="black"/>"#,
-            x1 - x0,
-            y1 - y0
+            r#"<rect x="{:.1}" y="{}" width="{:.1}" height="{}" fill="none" stroke="black"/>"#,
+            f.x0,
+            f.y0,
+            f.x1 - f.x0,
+            f.y1 - f.y0
         );
-        let _ = write!(
-            svg,
-            r#"<text class="x-label" x="{:.1}" y="{:.1}" text-anchor="middle" font-size="13">{}</text>"#,
-            (x0 + x1) / 2.0,
-            HEIGHT - 18.0,
-            esc(&self.x_label)
-        );
-        let _ = write!(
-            svg,
-            r#"<text class="y-label" transform="translate(20 {:.1}) rotate(-90)" text-anchor="middle" font-size="13">{}</text>"#,
-            (y0 + y1) / 2.0,
-            esc(&self.y_label)
-        );
+        if labels {
+            let _ = write!(
+                svg,
+                r#"<text class="x-label" x="{:.1}" y="{:.1}" text-anchor="middle" font-size="13">{}</text>"#,
+                LEFT + PLOT_W / 2.0,
+                f.y1 + BOTTOM - 18.0,
+                esc(&self.x_label)
+            );
+            let _ = write!(
+                svg,
+                r#"<text class="y-label" transform="translate(20 {:.1}) rotate(-90)" text-anchor="middle" font-size="13">{}</text>"#,
+                (f.y0 + f.y1) / 2.0,
+                esc(&self.y_label)
+            );
+        }
         svg.push_str("</g>");
     }
 
-    fn render_legend(&self, svg: &mut String) {
-        let lx = WIDTH - RIGHT + 16.0;
+    fn render_legend(&self, svg: &mut String, f: Frame, styles: &[Style]) {
+        let lx = f.x1 + 16.0;
         svg.push_str(r#"<g class="legend">"#);
         let _ = write!(svg, r#"<text x="{lx}" y="{}" font-weight="bold">Legend</text>"#, TOP + 4.0);
-        for (i, name) in self.series_names().iter().enumerate() {
-            let ly = TOP + 24.0 + 18.0 * i as f64;
-            let color = COLORS[i % COLORS.len()];
+        for (i, (name, st)) in self.series_names().iter().zip(styles).enumerate() {
+            let ly = TOP + 24.0 + LEGEND_ROW * i as f64;
+            let color = &st.color;
+            let dash = if st.dashed { r#" stroke-dasharray="4 2""# } else { "" };
             let _ = write!(
                 svg,
-                r#"<rect x="{lx}" y="{:.1}" width="14" height="10" fill="{color}"/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
-                ly - 9.0,
-                lx + 20.0,
+                r#"<g class="legend-entry" data-series="{}" data-color="{color}"><line x1="{lx}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="2"{dash}/>{}<text x="{:.1}" y="{ly:.1}">{}</text></g>"#,
+                esc(name),
+                ly - 4.0,
+                lx + 18.0,
+                ly - 4.0,
+                style::marker_svg(st.marker, lx + 9.0, ly - 4.0, color),
+                lx + 24.0,
                 esc(name)
             );
         }
@@ -229,16 +382,29 @@ impl Chart {
     }
 }
 
+/// A vertical min–max whisker with caps at `x`, from pixel `lo` to `hi` (drawn only when the
+/// range is visible).
+fn whisker(svg: &mut String, x: f64, lo: f64, hi: f64, color: &str) {
+    if !(lo.is_finite() && hi.is_finite()) || (lo - hi).abs() < 0.5 {
+        return;
+    }
+    let _ = write!(
+        svg,
+        r#"<path class="spread" d="M{x:.1} {lo:.1}V{hi:.1}M{:.1} {lo:.1}H{:.1}M{:.1} {hi:.1}H{:.1}" stroke="{color}" stroke-width="1.2" fill="none"/>"#,
+        x - 3.0,
+        x + 3.0,
+        x - 3.0,
+        x + 3.0
+    );
+}
+
+/// Estimated width in pixels of `text` at 12 px.
+pub fn text_width(text: &str) -> f64 {
+    text.chars().count() as f64 * CHAR_W
+}
+
 fn usable(v: f64, scale: Scale) -> bool {
     v.is_finite() && (scale == Scale::Linear || v > 0.0)
-}
-
-fn px(x: &Axis, v: f64) -> f64 {
-    LEFT + x.frac(v) * (WIDTH - LEFT - RIGHT)
-}
-
-fn py(y: &Axis, v: f64) -> f64 {
-    HEIGHT - BOTTOM - y.frac(v) * (HEIGHT - TOP - BOTTOM)
 }
 
 /// XML text escaping.
@@ -247,17 +413,22 @@ pub fn esc(s: &str) -> String {
 }
 
 /// The subtitle's font size: 12 px, smaller for a long workload description so that it fits
-/// the chart's width (about 0.54 em per character) in every renderer — rsvg-convert, which
-/// makes the PNGs, ignores SVG's `textLength` — but never below 7 px.
-fn subtitle_font_size(text: &str) -> f64 {
-    let room = WIDTH - 20.0;
+/// the chart's width (about 0.54 em per character), but never below 7 px.
+fn subtitle_font_size(text: &str, width: f64) -> f64 {
+    let room = width - 20.0;
     let wanted = text.chars().count() as f64 * 0.54;
     if wanted * 12.0 <= room { 12.0 } else { (room / wanted).max(7.0) }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::check::check_figure;
     use super::*;
+
+    #[test]
+    fn the_checker_measures_text_as_the_layout_does() {
+        assert_eq!(super::check::CHAR_W, CHAR_W);
+    }
 
     fn chart(plot: Plot) -> Chart {
         Chart {
@@ -271,36 +442,84 @@ mod tests {
         }
     }
 
+    fn bars(name: &str, values: &[f64]) -> Bars {
+        Bars { name: name.into(), values: values.to_vec(), spread: Vec::new() }
+    }
+
     #[test]
     fn a_long_subtitle_gets_a_smaller_font_and_a_short_one_does_not() {
-        let mut c = chart(Plot::Lines(vec![Series { name: "a".into(), points: vec![(0.0, 1.0)] }]));
+        let mut c = chart(Plot::Lines(vec![Series::new("a", vec![(0.0, 1.0)])]));
         assert!(c.render().contains(r##"font-size="12.0" fill="#444">workload<"##));
         c.subtitle = "x".repeat(200);
         let svg = c.render();
-        assert!(svg.contains(r##"font-size="8.1" fill="#444">xxx"##), "{svg}");
-        assert_eq!(subtitle_font_size(&"x".repeat(1000)), 7.0, "never below 7 px");
+        assert!(svg.contains(r##"font-size="7.9" fill="#444">xxx"##), "{svg}");
+        assert_eq!(subtitle_font_size(&"x".repeat(1000), 870.0), 7.0, "never below 7 px");
     }
 
     #[test]
-    fn renders_lines_with_one_group_per_series() {
+    fn renders_lines_with_one_group_per_series_and_whiskers() {
+        let mut amped = Series::new("amped", vec![(0.0, 1.0), (1.0, 10.0)]);
+        amped.spread = vec![(0.5, 2.0), (9.0, 12.0)];
         let c = chart(Plot::Lines(vec![
-            Series { name: "amped".into(), points: vec![(0.0, 1.0), (1.0, 10.0)] },
-            Series { name: "nginx".into(), points: vec![(0.0, f64::NAN), (1.0, 0.0), (2.0, 5.0)] },
+            amped,
+            Series::new("nginx", vec![(0.0, f64::NAN), (1.0, 0.0), (2.0, 5.0)]),
         ]));
         let svg = c.render();
         assert_eq!(svg.matches(r#"class="series""#).count(), 2);
+        assert_eq!(svg.matches(r#"class="spread""#).count(), 2);
         assert!(svg.contains("Single file &lt;1 KiB&gt; &amp; more"));
         assert!(svg.contains("bandwidth (Mb/s)") && svg.contains("Legend"));
+        assert_eq!(check_figure(&svg).unwrap(), ["amped", "nginx"]);
     }
 
     #[test]
-    fn renders_bars() {
+    fn renders_bars_with_spreads() {
+        let mut a = bars("a", &[1.0, 2.0]);
+        a.spread = vec![(0.8, 1.5), (2.0, 2.0)];
         let c = chart(Plot::Bars {
             categories: vec!["p5".into(), "p50".into()],
-            series: vec![("a".into(), vec![1.0, 2.0]), ("b".into(), vec![3.0, f64::NAN])],
+            series: vec![a, bars("b", &[3.0, f64::NAN])],
         });
         let svg = c.render();
         assert_eq!(svg.matches(r#"class="series""#).count(), 2);
-        assert_eq!(svg.matches("<rect x=").count(), 2 + 3 + 1);
+        assert_eq!(svg.matches("</title></rect>").count(), 3, "3 bars");
+        assert_eq!(svg.matches(r#"class="spread""#).count(), 1, "a zero-width spread is not drawn");
+        assert!(svg.contains("(min 0.8, max 1.5)"));
+        check_figure(&svg).unwrap();
+    }
+
+    #[test]
+    fn long_names_and_many_series_stay_inside_the_canvas() {
+        let names = [
+            "amped:no-path-cache:no-header-cache:no-file-cache",
+            "amped:no-path-cache:no-header-cache",
+            "amped:no-header-cache:no-file-cache",
+        ];
+        let mut series: Vec<Series> =
+            names.iter().map(|n| Series::new(*n, vec![(1.0, 1.0), (2.0, 3.0)])).collect();
+        series.extend((0..40).map(|i| Series::new(format!("s{i}"), vec![(1.0, f64::from(i))])));
+        let svg = chart(Plot::Lines(series)).render();
+        assert_eq!(check_figure(&svg).unwrap().len(), 43);
+        let width = chart(Plot::Lines(vec![Series::new(names[0], vec![])])).width();
+        assert!(width > LEFT + PLOT_W + LEGEND_MIN, "the legend column widened");
+        let wide = format!(r#"width="{width}""#);
+        let cut = svg.replacen(&wide, r#"width="700""#, 1);
+        assert!(check_figure(&cut).is_err(), "a canvas too narrow for the legend is caught");
+    }
+
+    #[test]
+    fn bars_ten_times_apart_get_a_panel_each() {
+        let mut c = chart(Plot::Bars {
+            categories: vec!["owlnet".into(), "cs".into()],
+            series: vec![bars("amped", &[900.0, 40.0]), bars("sped", &[850.0, 4.0])],
+        });
+        c.y_scale = Scale::Linear;
+        let svg = c.render();
+        assert_eq!(svg.matches(r#"fill="none" stroke="black""#).count(), 2, "two panels");
+        c.plot = Plot::Bars {
+            categories: vec!["owlnet".into(), "cs".into()],
+            series: vec![bars("amped", &[900.0, 400.0])],
+        };
+        assert_eq!(c.render().matches(r#"fill="none" stroke="black""#).count(), 1);
     }
 }

@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+#[path = "../../src/svg/check.rs"]
+mod check;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -119,10 +122,21 @@ impl Run {
             doc.descendants().any(|n| n.attribute("class") == Some("title")),
             "{name}: no title"
         );
-        doc.descendants()
-            .filter(|n| n.attribute("class") == Some("series"))
-            .map(|n| n.attribute("data-series").unwrap_or_default().to_string())
-            .collect()
+        // Every series has a legend entry inside the canvas, and its own colour.
+        check::check_figure(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    /// `amplab report` on this run's folder: rebuilds its figures and summary from its raw
+    /// results; returns the summary before and after.
+    pub fn report(&self) -> (String, String) {
+        let before = self.read("summary.md");
+        let out = Command::new(env!("CARGO_BIN_EXE_amplab"))
+            .arg("report")
+            .arg(&self.out)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "amplab report: {}", String::from_utf8_lossy(&out.stderr));
+        (before, self.read("summary.md"))
     }
 }
 

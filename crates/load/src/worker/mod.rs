@@ -153,6 +153,9 @@ impl<'a> Worker<'a> {
             self.await_pool();
         }
         let origin = self.ticket.take().map_or_else(Instant::now, Ticket::cross);
+        if let Some(length) = self.config.interval {
+            self.stats.start_windows(origin, length);
+        }
         match &mut self.open {
             // The schedule itself ends at the duration: every request due before it is sent.
             Some(open) => open.start_at(origin),
@@ -425,7 +428,8 @@ impl<'a> Worker<'a> {
         let flags = EventFlags::IN | EventFlags::OUT | EventFlags::RDHUP | EventFlags::ET;
         epoll::add(&self.epoll, &fd, EventData::new_u64(token), flags)
             .map_err(|e| format!("epoll_ctl: {e}"))?;
-        self.conns.insert(Conn::new(fd, generation, quota, now));
+        let bodyless = self.config.request.bodyless_responses();
+        self.conns.insert(Conn::new(fd, generation, quota, now, bodyless));
         self.next_generation = self.next_generation.wrapping_add(1);
         self.active += 1;
         Ok(key)

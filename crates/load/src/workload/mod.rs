@@ -12,6 +12,7 @@ mod urls;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::request::RequestShape;
 use crate::rng::SplitMix64;
 use crate::target::Url;
 
@@ -73,11 +74,14 @@ enum Order {
 /// The request targets of a run, with each request's head prebuilt.
 #[derive(Debug)]
 pub struct Workload {
-    /// `GET <path> HTTP/1.1\r\nHost: <host>\r\n` for every target, back to back.
+    /// `GET <path> HTTP/1.1\r\nHost: <host>\r\n` (with `--method` and `-H` applied) for every
+    /// target, back to back.
     heads: Vec<u8>,
     /// End offset of each target's head in `heads`.
     ends: Vec<usize>,
     order: Order,
+    /// Method and extra header fields.
+    shape: RequestShape,
     /// Access-log lines skipped as malformed.
     pub skipped_lines: u64,
     /// Access-log lines skipped because their method was not GET.
@@ -95,8 +99,13 @@ const REPORTED_SKIPS: u64 = 5;
 
 impl Workload {
     /// Builds the workload for `source`, reporting skipped access-log lines on stderr.
-    pub fn load(source: &Source, base: &Url) -> Result<Workload, WorkloadError> {
+    pub fn load(
+        source: &Source,
+        base: &Url,
+        shape: &RequestShape,
+    ) -> Result<Workload, WorkloadError> {
         let mut workload = Workload {
+            shape: shape.clone(),
             heads: Vec::new(),
             ends: Vec::new(),
             order: Order::Sequential,
@@ -176,9 +185,8 @@ impl Workload {
     }
 
     fn push(&mut self, path: &str, host: &str) {
-        for part in ["GET ", path, " HTTP/1.1\r\nHost: ", host, "\r\n"] {
-            self.heads.extend_from_slice(part.as_bytes());
-        }
+        let head = self.shape.head(path, host);
+        self.heads.extend_from_slice(head.as_bytes());
         self.ends.push(self.heads.len());
     }
 
@@ -245,13 +253,18 @@ mod tests {
         f
     }
 
+    fn shape() -> RequestShape {
+        RequestShape::default()
+    }
+
     fn base() -> Url {
         Url::parse("http://h:81/").unwrap()
     }
 
     #[test]
     fn single_url_builds_one_request() {
-        let w = Workload::load(&Source::Single, &Url::parse("http://h:81/x?y").unwrap()).unwrap();
+        let w = Workload::load(&Source::Single, &Url::parse("http://h:81/x?y").unwrap(), &shape())
+            .unwrap();
         assert_eq!(w.len(), 1);
         assert_eq!(w.head(0), b"GET /x?y HTTP/1.1\r\nHost: h:81\r\n");
     }
@@ -259,7 +272,7 @@ mod tests {
     #[test]
     fn sequential_pickers_interleave_across_threads() {
         let f = file("/a\n/b\r\n\n/c\n");
-        let w = Workload::load(&Source::UrlList(f.path().into()), &base()).unwrap();
+        let w = Workload::load(&Source::UrlList(f.path().into()), &base(), &shape()).unwrap();
         assert_eq!(w.len(), 3);
         assert_eq!(w.head(1), b"GET /b HTTP/1.1\r\nHost: h:81\r\n");
         let mut p0 = w.picker(0, 2, 1);
@@ -271,7 +284,7 @@ mod tests {
     #[test]
     fn weighted_trace_draws_in_proportion() {
         let f = file("/rare 1\n/common 9\n");
-        let w = Workload::load(&Source::Trace(f.path().into()), &base()).unwrap();
+        let w = Workload::load(&Source::Trace(f.path().into()), &base(), &shape()).unwrap();
         let mut p = w.picker(0, 1, 7);
         let common = (0..10_000).filter(|_| p.next_target() == 1).count();
         assert!((8_700..9_300).contains(&common), "{common}");
@@ -285,7 +298,7 @@ mod tests {
             "h - - [01/Jul/1995:00:00:01 -0400] \"HEAD /b HTTP/1.0\" 200 1\n",
             "h - - [01/Jul/1995:00:00:02 -0400] \"GET /c HTTP/1.0\" 404 -\n",
         ));
-        let w = Workload::load(&Source::AccessLog(f.path().into()), &base()).unwrap();
+        let w = Workload::load(&Source::AccessLog(f.path().into()), &base(), &shape()).unwrap();
         assert_eq!((w.len(), w.skipped_lines, w.skipped_non_get), (2, 1, 1));
         assert_eq!(w.head(1), b"GET /c HTTP/1.1\r\nHost: h:81\r\n");
     }
@@ -293,13 +306,16 @@ mod tests {
     #[test]
     fn fatal_lines_and_empty_files_are_refused_with_line_numbers() {
         let f = file("/a\n/b x\n");
-        let err = Workload::load(&Source::Trace(f.path().into()), &base()).unwrap_err();
+        let err = Workload::load(&Source::Trace(f.path().into()), &base(), &shape()).unwrap_err();
         assert!(err.to_string().ends_with(":2: weight \"x\" is not a positive number"), "{err}");
         let empty = file("# nothing\n");
-        assert!(Workload::load(&Source::UrlList(empty.path().into()), &base()).is_err());
+        assert!(Workload::load(&Source::UrlList(empty.path().into()), &base(), &shape()).is_err());
         let missing = Source::UrlList("/nonexistent/ampload".into());
         assert!(
-            Workload::load(&missing, &base()).unwrap_err().to_string().starts_with("cannot read")
+            Workload::load(&missing, &base(), &shape())
+                .unwrap_err()
+                .to_string()
+                .starts_with("cannot read")
         );
     }
 }

@@ -11,8 +11,9 @@ use crate::experiments::{Lab, failures_section};
 use crate::load::Measurement;
 use crate::report::csv::{Csv, num};
 use crate::report::markdown::table;
-use crate::stats::{fmt, median, ratio};
-use crate::svg::{Chart, Plot, Scale, Series};
+use crate::stats::{Spread, fmt, median, ratio};
+use crate::svg::{Bars, Chart, Plot, Scale, Series};
+use crate::verdict::{Cmp, judge, ratios};
 
 /// A statistic of a measurement.
 type Stat = fn(&Measurement) -> f64;
@@ -56,7 +57,7 @@ pub fn write(lab: &mut Lab, p: &Params, w: &Workload, runs: &[ModelRun]) -> Resu
     s.push_str("Paper (Table 7, FreeBSD, 3.3 GB, 2300 req/s), ms 5% / median / 95% / mean: New Flash 0.37 / 0.79 / 7.45 / 7.56; New Flash 4p 0.38 / 0.82 / 7.51 / 7.72; Old Flash 3.36 / 37.59 / 326.40 / 92.37; Old Flash 4p 7.05 / 142.65 / 1924.42 / 420.85; Apache 150p 0.70 / 6.64 / 1599.50 / 360.62; Apache 300p 0.78 / 124.98 / 2201.63 / 545.93.\n\n");
     for run in runs {
         let figures = figures(lab, p, run, &labels)?;
-        s.push_str(&section(run, &labels, &peers, &figures, p.window_s.unwrap_or(0.0)));
+        s.push_str(&section(run, &labels, &peers, &figures, p.window_s.unwrap_or(0.0), lab.quick));
     }
     let failures: Vec<String> = runs
         .iter()
@@ -180,14 +181,9 @@ fn figures(
     for (short, long, f) in stats {
         let mut series = Vec::new();
         for l in labels {
-            let at = |pick: fn(&[f64]) -> f64| Series {
-                name: l.clone(),
-                points: run.rates.iter().map(|&r| (r, pick(&values(run, l, r, f)))).collect(),
-            };
-            series.push(at(median));
-            if p.rounds > 1 {
-                series.extend(min_max(l, at));
-            }
+            let spreads: Vec<(f64, Spread)> =
+                run.rates.iter().map(|&r| (r, Spread::of(&values(run, l, r, f)))).collect();
+            series.push(with_spread(l, &spreads));
         }
         let chart = Chart {
             title: format!("Disk-bound workload on {model}: {long} latency vs offered load"),
@@ -209,16 +205,10 @@ fn figures(
         let mut series = Vec::new();
         for l in labels {
             let Some(first) = window_cells(run, l).first().copied() else { continue };
-            let at = |pick: fn(&[f64]) -> f64| Series {
-                name: l.clone(),
-                points: (0..first.windows.len())
-                    .map(|i| (first.windows[i].end_s, pick(&window_values(run, l, i, f))))
-                    .collect(),
-            };
-            series.push(at(median));
-            if p.rounds > 1 {
-                series.extend(min_max(l, at));
-            }
+            let spreads: Vec<(f64, Spread)> = (0..first.windows.len())
+                .map(|i| (first.windows[i].end_s, Spread::of(&window_values(run, l, i, f))))
+                .collect();
+            series.push(with_spread(l, &spreads));
         }
         if series.is_empty() {
             continue;
@@ -247,13 +237,13 @@ fn figures(
     Ok(out)
 }
 
-/// The `<server> (min)` and `<server> (max)` lines over rounds, from a series builder.
-fn min_max(server: &str, at: impl Fn(fn(&[f64]) -> f64) -> Series) -> [Series; 2] {
-    let mut lo = at(|v| v.iter().copied().fold(f64::NAN, f64::min));
-    lo.name = format!("{server} (min)");
-    let mut hi = at(|v| v.iter().copied().fold(f64::NAN, f64::max));
-    hi.name = format!("{server} (max)");
-    [lo, hi]
+/// A server's line through the medians over rounds, with their min–max as whiskers.
+fn with_spread(server: &str, points: &[(f64, Spread)]) -> Series {
+    Series {
+        name: server.to_string(),
+        points: points.iter().map(|(x, s)| (*x, s.median)).collect(),
+        spread: points.iter().map(|(_, s)| s.range()).collect(),
+    }
 }
 
 /// The CDF and Table 7's statistics at the highest rate.
@@ -267,15 +257,14 @@ fn top_rate_figures(
     let io = |e: std::io::Error| e.to_string();
     let model = &run.emu.name;
     let subtitle = format!("{top} req/s; {subtitle}");
+    let mut measured = true;
     let cdf: Vec<Series> = labels
         .iter()
-        .map(|l| Series {
-            name: l.clone(),
-            points: cells(run, l, top)
-                .last()
-                .and_then(|c| c.measurement.as_ref())
-                .map(|m| m.latency.cdf_points().into_iter().map(|(f, v)| (v, f)).collect())
-                .unwrap_or_default(),
+        .map(|l| {
+            let m = cells(run, l, top).last().and_then(|c| c.measurement.as_ref());
+            let (points, from_histogram) = m.map_or((Vec::new(), true), Measurement::cdf);
+            measured &= from_histogram;
+            Series::new(l.clone(), points)
         })
         .collect();
     let cdf = lab
@@ -283,7 +272,10 @@ fn top_rate_figures(
         .write_chart(
             &format!("latency-cdf-{model}"),
             &Chart {
-                title: format!("Disk-bound workload on {model}: response-time CDF"),
+                title: format!(
+                    "Disk-bound workload on {model}: response-time CDF{}",
+                    if measured { "" } else { " (through 8 percentiles only)" }
+                ),
                 subtitle: subtitle.clone(),
                 x_label: "response time (ms, log scale)".into(),
                 y_label: "fraction of requests answered within".into(),
@@ -301,7 +293,15 @@ fn top_rate_figures(
     ];
     let series = labels
         .iter()
-        .map(|l| (l.clone(), stats.iter().map(|(_, f)| med(run, l, top, *f)).collect()))
+        .map(|l| {
+            let spreads: Vec<Spread> =
+                stats.iter().map(|(_, f)| Spread::of(&values(run, l, top, *f))).collect();
+            Bars {
+                name: l.clone(),
+                values: spreads.iter().map(|s| s.median).collect(),
+                spread: spreads.iter().map(Spread::range).collect(),
+            }
+        })
         .collect();
     let bars = lab
         .run
@@ -378,6 +378,7 @@ fn section(
     peers: &[bool],
     figures: &[String],
     window_s: f64,
+    quick: bool,
 ) -> String {
     let emu = &run.emu;
     let fuse = emu.method == Method::Fuse;
@@ -435,10 +436,10 @@ fn section(
     s.push_str(&windows_part(run, labels, peers, window_s));
     s.push_str("\nFigures: ");
     s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
-    s.push_str(" (the CDF, at the highest rate, passes through the percentiles ampload reports: min, 5, 50, 90, 95, 99, 99.9 %, max).\n\n");
+    s.push_str(" (the CDF, at the highest rate, is each server's measured latency histogram, last round; lines and bars are medians over rounds with min–max whiskers).\n\n");
     if let Some(top) = top_rate(run) {
         s.push_str(&format!("### Compared with the paper ({top} req/s)\n\n"));
-        s.push_str(&comparison(run, labels, top));
+        s.push_str(&comparison(run, labels, top, quick));
     }
     s
 }
@@ -568,7 +569,7 @@ fn windows_part(run: &ModelRun, labels: &[String], peers: &[bool], window_s: f64
     s
 }
 
-fn comparison(run: &ModelRun, labels: &[String], rate: f64) -> String {
+fn comparison(run: &ModelRun, labels: &[String], rate: f64, quick: bool) -> String {
     let has = |l: &str| labels.iter().any(|x| x == l);
     let med = |l: &str, f: Stat| med(run, l, rate, f);
     let mut out = String::new();
@@ -577,12 +578,13 @@ fn comparison(run: &ModelRun, labels: &[String], rate: f64) -> String {
     }
     if has("amped") && has("sped") {
         let m = ratio(med("sped", |m| m.latency.p50), med("amped", |m| m.latency.p50));
-        let mean = ratio(med("sped", |m| m.latency.mean), med("amped", |m| m.latency.mean));
+        let mean = |l: &str| values(run, l, rate, |m| m.latency.mean);
+        let j = judge(&ratios(&mean("sped"), &mean("amped")), Cmp::AtLeast(2.0), quick);
         out.push_str(&format!(
             "- *New Flash cuts old Flash's latency (47× median, 12× mean)*: sped/amped = {}× median, {}× mean. {}\n",
             fmt(m, 1),
-            fmt(mean, 1),
-            crate::experiments::single_file::verdict(mean >= 2.0, "Holds in direction: sped blocks its only loop on every miss, amped's helpers keep the loop answering cached requests", "Does not hold here")
+            fmt(j.spread.median, 1),
+            j.text("Holds in direction: sped blocks its only loop on every miss, amped's helpers keep the loop answering cached requests", "Does not hold here")
         ));
     }
     if has("amped") && has("amped:instances=2") {
