@@ -8,7 +8,7 @@
 //! already in memory (the residency test says so) never wait here: they complete during
 //! submission.
 
-use crate::arch::read_lane::Aged;
+use crate::arch::read_lane::{Aged, queue_key};
 use crate::cache::FileEntry;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -50,7 +50,8 @@ impl DiskGate {
     /// Queues a read of the response that began at `since` until a slot frees.
     pub fn wait(&mut self, since: Instant, read: ColdRead) {
         self.seq += 1;
-        self.waiting.push(Reverse(Aged::new(since, self.seq, read)));
+        let key = queue_key(Some(since), Instant::now());
+        self.waiting.push(Reverse(Aged::new(key, self.seq, read)));
     }
 
     /// A cold read finished (or was abandoned): its slot frees.
