@@ -262,7 +262,7 @@ impl Outgoing {
         remaining: u64,
         opts: SendOptions,
     ) -> Job {
-        let since = self.since;
+        let (since, continues) = (self.since, self.body_sent > 0);
         let pipe = match opts.read_path {
             ReadPath::Pipe if opts.zero_copy => self.pipe.take().or_else(take_spare),
             _ => None,
@@ -272,9 +272,11 @@ impl Outgoing {
                 let cap = pipe.capacity() as u64;
                 let len = remaining.min(self.next_fill.min(cap));
                 self.next_fill = (self.next_fill * 2).min(cap);
-                Job::Fill { file, offset: pos, len, pipe, since }
+                Job::Fill { file, offset: pos, len, pipe, since, continues }
             }
-            None => Job::ReadAhead { file, offset: pos, len: remaining.min(CHUNK), since },
+            None => {
+                Job::ReadAhead { file, offset: pos, len: remaining.min(CHUNK), since, continues }
+            }
         }
     }
 }

@@ -9,8 +9,9 @@
 //! revalidate — usually served from the kernel's dentry and inode caches) never queue behind
 //! data jobs (reading hundreds of KiB from a slow disk), so a hot file's once-a-second
 //! revalidation is not stuck behind a cold file's read. Metadata jobs are served in arrival
-//! order; data jobs oldest response first ([`super::read_lane`]), so a large transfer under
-//! way is not re-queued behind every newer request for each of its chunks.
+//! order; data jobs from [`super::read_lane`], which serves new requests and transfers under
+//! way in turn, so a large transfer is not re-queued behind every newer request for each of
+//! its chunks, nor can long transfers hold every helper from new requests.
 
 use super::event_loop::{EventLoop, JobRunner};
 use super::read_lane::ReadLane;
@@ -69,7 +70,7 @@ impl HelperPool {
 enum Lane {
     /// The metadata lane, in arrival order.
     Fifo(Receiver<(u64, Job)>),
-    /// The read lane, oldest response first.
+    /// The read lane: new requests and transfers under way in turn.
     Oldest(Arc<ReadLane>),
 }
 

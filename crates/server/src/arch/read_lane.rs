@@ -1,35 +1,24 @@
-//! The read lane's queue: jobs that move file data, older responses first within a bound.
+//! The read lane's queue: jobs that move file data, new requests and transfers under way
+//! served in turn.
 //!
-//! A FIFO of jobs serves a large file badly when the disk is the bottleneck: each of its
-//! chunks joins the back of the queue, behind every request that arrived since the file's
-//! previous chunk, so a 50 MB transfer queues again and again and can wait minutes. Ordering
-//! by when the *response* began makes a transfer in progress go ahead of newer requests — but
-//! without a bound, a few long transfers that began long ago would take every helper until
-//! they end. So a job is ordered by its response's start, but never more than
-//! [`MAX_HEAD_START`] before the moment it is queued. A connection has at most one job queued,
-//! so one large file takes at most one helper at a time. Equal keys keep submission order.
+//! A single FIFO of jobs serves a large file badly when the disk is the bottleneck: each of
+//! its chunks joins the back of the queue, behind every request that arrived since its
+//! previous chunk, so a 50 MB transfer queues again and again and can wait past any timeout.
+//! Serving the oldest response first instead lets a few long transfers that began earlier take
+//! every helper until they end, so small requests arriving meanwhile starve (measured: the p95
+//! of a heavy-tailed trace 2.3× FIFO's). So the lane keeps two queues — first chunks of new
+//! responses, in arrival order, and chunks of transfers under way, oldest response first — and
+//! helpers take from them in turn: neither kind can hold the disk from the other for more than
+//! one job per helper. A connection has at most one job queued, so one large file takes at
+//! most one helper at a time. Equal keys keep submission order.
 
 use crate::pipeline::Job;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// How far ahead of newer work an older response's job may go. Pure oldest-first lets a few
-/// long transfers that began long ago take every helper until they end, so small requests
-/// arriving meanwhile starve (measured: p95 of a heavy-tailed trace 2.3× worse than FIFO);
-/// pure FIFO queues a large file's every chunk behind everything newer. A bounded advantage
-/// keeps both: a transfer under way jumps at most this much of the queue per chunk.
-pub(crate) const MAX_HEAD_START: Duration = Duration::from_millis(500);
-
-/// The ordering key of a job queued at `now` for a response that began at `since`: its start,
-/// but never more than [`MAX_HEAD_START`] before `now`.
-pub(crate) fn queue_key(since: Option<Instant>, now: Instant) -> Instant {
-    let floor = now.checked_sub(MAX_HEAD_START).unwrap_or(now);
-    since.map_or(now, |s| s.max(floor))
-}
-
-/// A blocking queue of `(token, job)` taken in [`queue_key`] order.
+/// A blocking queue of `(token, job)`: new requests and transfers under way in turn.
 #[derive(Default)]
 pub struct ReadLane {
     state: Mutex<State>,
@@ -38,9 +27,34 @@ pub struct ReadLane {
 
 #[derive(Default)]
 struct State {
-    heap: BinaryHeap<Reverse<Aged<(u64, Job)>>>,
+    /// First chunks of responses, in arrival order.
+    fresh: BinaryHeap<Reverse<Aged<(u64, Job)>>>,
+    /// Chunks of transfers under way, oldest response first.
+    continuing: BinaryHeap<Reverse<Aged<(u64, Job)>>>,
+    /// The next pop prefers `continuing`.
+    continuing_turn: bool,
     next_seq: u64,
     closed: bool,
+}
+
+impl State {
+    /// The next job: from the queue whose turn it is, else from the other.
+    fn take(&mut self) -> Option<(u64, Job)> {
+        let (first, second) = if self.continuing_turn {
+            (&mut self.continuing, &mut self.fresh)
+        } else {
+            (&mut self.fresh, &mut self.continuing)
+        };
+        let took_first = first.peek().is_some();
+        let Reverse(q) = first.pop().or_else(|| second.pop())?;
+        // The other queue goes next if this one's turn was used.
+        self.continuing_turn ^= took_first;
+        Some(q.item)
+    }
+
+    fn len(&self) -> usize {
+        self.fresh.len() + self.continuing.len()
+    }
 }
 
 /// An item ordered by the age of the response it serves, then by when it was queued: the
@@ -79,16 +93,18 @@ impl<T> Ord for Aged<T> {
 impl ReadLane {
     /// Queues `job` for `token`; a job without an age counts as beginning now.
     pub fn push(&self, token: u64, job: Job) {
-        let since = queue_key(job.since(), Instant::now());
+        let since = job.since().unwrap_or_else(Instant::now);
+        let continues = job.continues();
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let seq = st.next_seq;
         st.next_seq += 1;
-        st.heap.push(Reverse(Aged::new(since, seq, (token, job))));
+        let queue = if continues { &mut st.continuing } else { &mut st.fresh };
+        queue.push(Reverse(Aged::new(since, seq, (token, job))));
         drop(st);
         self.ready.notify_one();
     }
 
-    /// The oldest job, waiting for one; `None` once the lane is closed (jobs still queued
+    /// The next job, waiting for one; `None` once the lane is closed (jobs still queued
     /// then are dropped: their connections are going away with the loop).
     pub fn pop(&self) -> Option<(u64, Job)> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -96,8 +112,8 @@ impl ReadLane {
             if st.closed {
                 return None;
             }
-            if let Some(Reverse(q)) = st.heap.pop() {
-                return Some(q.item);
+            if let Some(item) = st.take() {
+                return Some(item);
             }
             st = self.ready.wait(st).unwrap_or_else(|e| e.into_inner());
         }
@@ -105,7 +121,7 @@ impl ReadLane {
 
     /// Jobs waiting.
     pub fn len(&self) -> usize {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).heap.len()
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Whether no job waits.
@@ -127,36 +143,35 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    fn read_job(since: Instant) -> Job {
+    fn read_job(since: Instant, continues: bool) -> Job {
         let path = std::env::current_exe().unwrap();
         let file = std::fs::File::open(&path).unwrap();
         let meta = file.metadata().unwrap();
         let entry = Arc::new(FileEntry::new(path, file, &meta, None));
-        Job::ReadAhead { file: entry, offset: 0, len: 1, since }
+        Job::ReadAhead { file: entry, offset: 0, len: 1, since, continues }
     }
 
     #[test]
-    fn the_oldest_response_goes_first_and_equal_ages_keep_their_order() {
+    fn new_requests_and_transfers_under_way_take_turns() {
         let lane = ReadLane::default();
         let t0 = Instant::now();
-        lane.push(1, read_job(t0 + Duration::from_millis(30)));
-        lane.push(2, read_job(t0 + Duration::from_millis(10)));
-        lane.push(3, read_job(t0 + Duration::from_millis(10)));
-        lane.push(4, read_job(t0));
-        assert_eq!(lane.len(), 4);
-        let order: Vec<u64> = (0..4).map(|_| lane.pop().unwrap().0).collect();
-        assert_eq!(order, [4, 2, 3, 1]);
+        let ms = Duration::from_millis;
+        // Three new requests, in arrival order, and three transfers under way that began
+        // earlier, the oldest last.
+        lane.push(1, read_job(t0 + ms(30), false));
+        lane.push(2, read_job(t0 + ms(31), false));
+        lane.push(3, read_job(t0 + ms(32), false));
+        lane.push(11, read_job(t0 + ms(5), true));
+        lane.push(12, read_job(t0 + ms(5), true));
+        lane.push(13, read_job(t0, true));
+        assert_eq!(lane.len(), 6);
+        let order: Vec<u64> = (0..6).map(|_| lane.pop().unwrap().0).collect();
+        assert_eq!(order, [1, 13, 2, 11, 3, 12], "in turn; oldest transfer first; ties in order");
         assert!(lane.is_empty());
-    }
-
-    #[test]
-    fn an_old_response_jumps_at_most_the_head_start() {
-        let now = Instant::now() + Duration::from_secs(10);
-        let long_ago = now - Duration::from_secs(5);
-        assert_eq!(queue_key(Some(long_ago), now), now - MAX_HEAD_START);
-        let recent = now - Duration::from_millis(100);
-        assert_eq!(queue_key(Some(recent), now), recent);
-        assert_eq!(queue_key(None, now), now);
+        // One kind alone is served without waiting for the other.
+        lane.push(4, read_job(t0, false));
+        lane.push(5, read_job(t0, false));
+        assert_eq!((lane.pop().unwrap().0, lane.pop().unwrap().0), (4, 5));
     }
 
     #[test]

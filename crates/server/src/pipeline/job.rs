@@ -43,6 +43,8 @@ pub enum Job {
         len: u64,
         /// When the response began: helpers serve the oldest response first.
         since: Instant,
+        /// Part of the body was sent already: a transfer under way, not a new request.
+        continues: bool,
     },
     /// Move up to `len` bytes of `file` at `offset` into `pipe` (`--read-path pipe`): the
     /// pipe then holds the pages until the event loop splices them into the socket.
@@ -57,6 +59,8 @@ pub enum Job {
         pipe: PagePipe,
         /// When the response began: helpers serve the oldest response first.
         since: Instant,
+        /// Part of the body was sent already: a transfer under way, not a new request.
+        continues: bool,
     },
 }
 
@@ -140,6 +144,11 @@ impl Job {
                 JobDone::Filled(pipe, moved)
             }
         }
+    }
+
+    /// Whether this job continues a transfer under way (part of its body was sent).
+    pub fn continues(&self) -> bool {
+        matches!(self, Job::ReadAhead { continues: true, .. } | Job::Fill { continues: true, .. })
     }
 
     /// When the work this job serves began, for the jobs that move file data (the read

@@ -8,12 +8,12 @@
 //! already in memory (the residency test says so) never wait here: they complete during
 //! submission.
 
-use crate::arch::read_lane::{Aged, queue_key};
+use crate::arch::read_lane::Aged;
 use crate::cache::FileEntry;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A read waiting for a disk slot.
 pub(super) struct ColdRead {
@@ -24,6 +24,17 @@ pub(super) struct ColdRead {
     pub offset: u64,
     pub max: usize,
     pub buf: Vec<u8>,
+}
+
+/// How far ahead of newer work an older response's job may go (one queue here): pure oldest-first would let long transfers starve new requests, pure FIFO
+/// queues a large file's every chunk behind everything newer.
+pub(crate) const MAX_HEAD_START: Duration = Duration::from_millis(500);
+
+/// The ordering key of a read queued at `now` for a response that began at `since`: its start,
+/// but never more than [`MAX_HEAD_START`] before `now`.
+pub(crate) fn queue_key(since: Option<Instant>, now: Instant) -> Instant {
+    let floor = now.checked_sub(MAX_HEAD_START).unwrap_or(now);
+    since.map_or(now, |s| s.max(floor))
 }
 
 /// The gate: slots in use and the reads waiting for one.
@@ -87,6 +98,16 @@ mod tests {
         let meta = file.metadata().unwrap();
         let file = Arc::new(FileEntry::new(path, file, &meta, None));
         ColdRead { token, file, offset: 0, max: 1, buf: Vec::new() }
+    }
+
+    #[test]
+    fn an_old_response_jumps_at_most_the_head_start() {
+        let now = Instant::now() + Duration::from_secs(10);
+        let long_ago = now - Duration::from_secs(5);
+        assert_eq!(queue_key(Some(long_ago), now), now - MAX_HEAD_START);
+        let recent = now - Duration::from_millis(100);
+        assert_eq!(queue_key(Some(recent), now), recent);
+        assert_eq!(queue_key(None, now), now);
     }
 
     #[test]
