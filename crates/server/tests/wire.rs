@@ -93,6 +93,8 @@ mod protocol;
 mod read_path;
 #[path = "wire/real_client.rs"]
 mod real_client;
+#[path = "wire/reliability.rs"]
+mod reliability;
 #[path = "wire/response_headers.rs"]
 mod response_headers;
 #[path = "wire/staged_specific.rs"]

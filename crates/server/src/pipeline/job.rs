@@ -92,8 +92,8 @@ pub struct Resolved {
     pub translated_now: bool,
     /// The opened file, for `Translation::File`.
     pub file: Option<io::Result<FileEntry>>,
-    /// The listing page, for `Translation::Listing`.
-    pub listing: Option<Vec<u8>>,
+    /// The listing page, for `Translation::Listing` (or why the directory could not be read).
+    pub listing: Option<io::Result<Vec<u8>>>,
     /// When the file system was consulted.
     pub at: Instant,
 }

@@ -19,20 +19,19 @@ const PATH_SEGMENT: &AsciiSet = &CONTROLS
     .add(b'\\')
     .add(b'\'');
 
-/// Renders the listing of `dir`, reached as `url_path` (ends in `/`).
-pub fn render(dir: &Path, url_path: &str, dotfiles: bool) -> Vec<u8> {
-    let mut names: Vec<(String, bool)> = match std::fs::read_dir(dir) {
-        Ok(rd) => rd
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let name = e.file_name().into_string().ok()?;
-                let is_dir = e.file_type().ok()?.is_dir();
-                Some((name, is_dir))
-            })
-            .filter(|(n, _)| dotfiles || !n.starts_with('.'))
-            .collect(),
-        Err(_) => Vec::new(),
-    };
+/// Renders the listing of `dir`, reached as `url_path` (ends in `/`). A directory that
+/// cannot be opened is an error (answered by the table in [`super::fs_error`]), never an
+/// empty listing.
+pub fn render(dir: &Path, url_path: &str, dotfiles: bool) -> std::io::Result<Vec<u8>> {
+    let mut names: Vec<(String, bool)> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let is_dir = e.file_type().ok()?.is_dir();
+            Some((name, is_dir))
+        })
+        .filter(|(n, _)| dotfiles || !n.starts_with('.'))
+        .collect();
     names.sort();
     let title = amped_http::html_escape(url_path);
     let mut page = format!(
@@ -50,7 +49,7 @@ pub fn render(dir: &Path, url_path: &str, dotfiles: bool) -> Vec<u8> {
         ));
     }
     page.push_str("</ul></body></html>\n");
-    page.into_bytes()
+    Ok(page.into_bytes())
 }
 
 #[cfg(test)]
@@ -61,7 +60,7 @@ mod tests {
         std::fs::write(d.path().join("<b>&x y.txt"), "").unwrap();
         std::fs::write(d.path().join(".hidden"), "").unwrap();
         std::fs::create_dir(d.path().join("sub")).unwrap();
-        let page = String::from_utf8(super::render(d.path(), "/d/", false)).unwrap();
+        let page = String::from_utf8(super::render(d.path(), "/d/", false).unwrap()).unwrap();
         assert!(page.contains("<a href=\"%3Cb%3E&x%20y.txt\">&lt;b&gt;&amp;x y.txt</a>"), "{page}");
         assert!(page.contains("<a href=\"sub/\">sub/</a>"));
         assert!(!page.contains("hidden"));

@@ -10,6 +10,7 @@
 pub mod conn;
 mod cors;
 mod fallback;
+pub mod fs_error;
 pub mod job;
 pub mod listing;
 mod respond;
@@ -200,26 +201,10 @@ impl Pipeline {
             }
         };
         if r.translated_now
+            && r.translation.is_cacheable()
             && let Some(paths) = &self.caches.paths
         {
             lock(paths).put(r.url_path.clone(), r.translation.clone(), r.at);
-        }
-        if let (Translation::File(path, _), Some(Err(e))) = (&r.translation, &r.file) {
-            match e.kind() {
-                std::io::ErrorKind::PermissionDenied => {
-                    crate::errlog::warn!(
-                        "open {}: {} (403)",
-                        path.display(),
-                        crate::errlog::reason(e)
-                    );
-                }
-                std::io::ErrorKind::NotFound => {}
-                _ => crate::errlog::error!(
-                    "open {}: {} (404)",
-                    path.display(),
-                    crate::errlog::reason(e)
-                ),
-            }
         }
         match (r.translation, r.file, r.listing) {
             (Translation::File(path, variants), Some(Ok(entry)), _) => {
@@ -251,17 +236,17 @@ impl Pipeline {
                         Translation::File(original, EncodingSet::EMPTY),
                     );
                 }
-                let status = if e.kind() == std::io::ErrorKind::PermissionDenied {
-                    StatusCode::FORBIDDEN
-                } else {
-                    StatusCode::NOT_FOUND
-                };
-                self.fail(c, req, status)
+                let failure = fs_error::judge(&e, &path);
+                self.failure(c, req, failure)
             }
             (Translation::Listing(_), _, Some(_)) if req.substitute.is_active() => {
                 self.fail(c, req, StatusCode::NOT_FOUND)
             }
-            (Translation::Listing(_), _, Some(page)) => Step::Respond(self.generated(
+            (Translation::Listing(dir), _, Some(Err(e))) => {
+                let failure = fs_error::judge(&e, &dir);
+                self.failure(c, req, failure)
+            }
+            (Translation::Listing(_), _, Some(Ok(page))) => Step::Respond(self.generated(
                 &req,
                 StatusCode::OK,
                 b"",
@@ -469,6 +454,7 @@ impl Pipeline {
             }
             Translation::NotFound => self.fail(c, req, StatusCode::NOT_FOUND),
             Translation::Forbidden => self.fail(c, req, StatusCode::FORBIDDEN),
+            Translation::Failed(f) => self.failure(c, req, f),
         }
     }
 

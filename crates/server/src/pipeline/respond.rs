@@ -134,6 +134,23 @@ impl super::Pipeline {
         self.error_with(req, status, b"", false)
     }
 
+    /// The answer to a file-system failure ([`super::fs_error`]): a lasting one (404, 403) like
+    /// any such status (custom error pages, SPA fallback); a passing one (exhaustion, I/O
+    /// error) with the built-in page and its headers, closing the connection, which gives a
+    /// descriptor back.
+    pub(super) fn failure(
+        &self,
+        c: &mut super::ConnState,
+        req: Request,
+        f: super::fs_error::FsFailure,
+    ) -> super::Step {
+        if f.is_lasting() {
+            return self.fail(c, req, f.status());
+        }
+        c.closing = true;
+        super::Step::Respond(self.error_with(&req, f.status(), f.extra_headers(), true))
+    }
+
     /// An error page with extra header lines; `close` forces `Connection: close`.
     pub(super) fn error_with(
         &self,

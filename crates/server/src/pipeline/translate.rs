@@ -11,9 +11,9 @@
 //! the same rules (regular files, inside the root), so finding them never blocks an event loop
 //! and the path cache remembers them with the translation.
 
+use super::fs_error::{FsFailure, judge};
 use amped_http::{Encoding, EncodingSet};
 use std::ffi::{OsStr, OsString};
-use std::io::ErrorKind;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -31,6 +31,16 @@ pub enum Translation {
     NotFound,
     /// 403.
     Forbidden,
+    /// The file system could not answer (descriptors or memory exhausted: 503; an I/O error:
+    /// 500). Never cached: it says nothing lasting about the path.
+    Failed(FsFailure),
+}
+
+impl Translation {
+    /// True when the translation may be kept in the path cache.
+    pub fn is_cacheable(&self) -> bool {
+        !matches!(self, Translation::Failed(_))
+    }
 }
 
 /// What the translation needs to know about the request and the policy.
@@ -74,7 +84,7 @@ pub fn translate(req: &TranslateRequest<'_>) -> Translation {
     };
     let meta = match std::fs::metadata(&real) {
         Ok(m) => m,
-        Err(e) => return from_io(&real, &e),
+        Err(e) => return from_io(&e, &real),
     };
     if meta.is_dir() {
         if !req.trailing_slash {
@@ -112,7 +122,7 @@ fn file(req: &TranslateRequest<'_>, real: PathBuf) -> Translation {
 }
 
 fn canonical_inside(req: &TranslateRequest<'_>, p: &Path) -> Result<PathBuf, Translation> {
-    let real = std::fs::canonicalize(p).map_err(|e| from_io(p, &e))?;
+    let real = std::fs::canonicalize(p).map_err(|e| from_io(&e, p))?;
     if !req.follow_outside && !real.starts_with(req.root) {
         // A symlink leads out of the document root: indistinguishable from absent.
         return Err(Translation::NotFound);
@@ -120,20 +130,12 @@ fn canonical_inside(req: &TranslateRequest<'_>, p: &Path) -> Result<PathBuf, Tra
     Ok(real)
 }
 
-/// The answer to a failed lookup of `path`: 403 for a permission problem, 404 otherwise.
-/// Anything but a plain "no such file" goes to the error log with the path, so an operator
-/// can see why (e.g. a root the server's user cannot read).
-fn from_io(path: &Path, e: &std::io::Error) -> Translation {
-    match e.kind() {
-        ErrorKind::PermissionDenied => {
-            crate::errlog::warn!("{}: {} (403)", path.display(), crate::errlog::reason(e));
-            Translation::Forbidden
-        }
-        ErrorKind::NotFound | ErrorKind::NotADirectory => Translation::NotFound,
-        _ => {
-            crate::errlog::error!("{}: {} (404)", path.display(), crate::errlog::reason(e));
-            Translation::NotFound
-        }
+/// The translation of a file-system error, by the one table in [`super::fs_error`].
+fn from_io(e: &std::io::Error, path: &Path) -> Translation {
+    match judge(e, path) {
+        FsFailure::NotFound => Translation::NotFound,
+        FsFailure::Forbidden => Translation::Forbidden,
+        other => Translation::Failed(other),
     }
 }
 

@@ -634,3 +634,72 @@ pub fn http_date(t: std::time::SystemTime) -> String {
         rem % 60
     )
 }
+
+// ---------------------------------------------------------------------------------------------
+// Descriptor exhaustion
+
+/// Lowers RLIMIT_NOFILE of the server (and of its worker processes, for `mp`) to the lowest
+/// descriptor number each has free, so that its next `open`, `accept` or `socket` fails with
+/// `EMFILE` while everything already open keeps working; the soft limits are put back on drop.
+/// Uses the `prlimit` command (util-linux); lowering one's own soft limit needs no privilege.
+pub struct DescriptorSqueeze {
+    restore: Vec<(u32, String)>,
+}
+
+impl DescriptorSqueeze {
+    /// Squeezes `server`'s processes.
+    pub fn apply(server: &Server) -> DescriptorSqueeze {
+        let mut pids = vec![server.pid()];
+        pids.extend(child_pids(server.pid()));
+        let mut restore = Vec::new();
+        for pid in pids {
+            let soft = soft_nofile(pid);
+            prlimit(pid, &format!("{}:", lowest_free_fd(pid)));
+            restore.push((pid, soft));
+        }
+        DescriptorSqueeze { restore }
+    }
+}
+
+impl Drop for DescriptorSqueeze {
+    fn drop(&mut self) {
+        for (pid, soft) in &self.restore {
+            prlimit(*pid, &format!("{soft}:"));
+        }
+    }
+}
+
+/// The processes whose parent is `pid`.
+pub fn child_pids(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        out.extend(text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+    }
+    out
+}
+
+fn lowest_free_fd(pid: u32) -> u32 {
+    let open: std::collections::HashSet<u32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("read /proc/PID/fd")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .collect();
+    (0..).find(|n| !open.contains(n)).unwrap()
+}
+
+fn soft_nofile(pid: u32) -> String {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("read limits");
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).expect("nofile line");
+    line.split_whitespace().nth(3).expect("soft limit").to_string()
+}
+
+fn prlimit(pid: u32, nofile: &str) {
+    let out = Command::new("prlimit")
+        .arg("--pid")
+        .arg(pid.to_string())
+        .arg(format!("--nofile={nofile}"))
+        .output()
+        .expect("run prlimit (util-linux)");
+    assert!(out.status.success(), "prlimit: {}", String::from_utf8_lossy(&out.stderr));
+}
