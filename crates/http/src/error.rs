@@ -16,8 +16,11 @@ pub enum HttpError {
     UriTooLong,
     /// 431: the head did not complete within `Limits::max_head_bytes`, or had too many headers.
     HeadTooLarge,
-    /// 505: a well-formed `HTTP/x.y` other than 1.0 and 1.1.
+    /// 505: a well-formed `HTTP/x.y` whose major version is not 1.
     VersionNotSupported,
+    /// 501: a Transfer-Encoding with a coding before `chunked` (gzip, deflate…) that amped
+    /// does not decode.
+    UnsupportedTransferCoding,
 }
 
 impl HttpError {
@@ -28,6 +31,7 @@ impl HttpError {
             HttpError::UriTooLong => StatusCode::URI_TOO_LONG,
             HttpError::HeadTooLarge => StatusCode::HEADER_FIELDS_TOO_LARGE,
             HttpError::VersionNotSupported => StatusCode::VERSION_NOT_SUPPORTED,
+            HttpError::UnsupportedTransferCoding => StatusCode::NOT_IMPLEMENTED,
         }
     }
 
@@ -38,6 +42,7 @@ impl HttpError {
             HttpError::UriTooLong => "request line too long",
             HttpError::HeadTooLarge => "request head too large",
             HttpError::VersionNotSupported => "HTTP version not supported",
+            HttpError::UnsupportedTransferCoding => "transfer coding not supported",
         }
     }
 }

@@ -24,7 +24,7 @@ pub(crate) struct RequestLine {
 pub(crate) struct HeaderFields {
     host: Option<String>,
     content_length: Option<u64>,
-    chunked: bool,
+    transfer_encoding: Option<String>,
     connection_close: bool,
     connection_keep_alive: bool,
     if_none_match: Option<String>,
@@ -48,7 +48,7 @@ impl HeaderFields {
             if self.host.is_some() {
                 return Err(HttpError::BadRequest("multiple Host headers"));
             }
-            if !value.iter().all(|&b| is_host_byte(b)) {
+            if !is_valid_host(value) {
                 return Err(HttpError::BadRequest("invalid Host header"));
             }
             self.host = Some(text(value));
@@ -59,7 +59,14 @@ impl HeaderFields {
             }
             self.content_length = Some(parse_content_length(value)?);
         } else if is("transfer-encoding") {
-            self.chunked = true;
+            // A list-valued field: several lines are one list.
+            match &mut self.transfer_encoding {
+                Some(joined) => {
+                    joined.push(',');
+                    joined.push_str(&text(value));
+                }
+                None => self.transfer_encoding = Some(text(value)),
+            }
         } else if is("connection") {
             for token in value.split(|&b| b == b',').map(trim_ows) {
                 self.connection_close |= token.eq_ignore_ascii_case(b"close");
@@ -95,9 +102,17 @@ impl HeaderFields {
         line: RequestLine,
         head_len: usize,
     ) -> Result<RequestHead, HttpError> {
-        if self.chunked && self.content_length.is_some() {
+        if self.transfer_encoding.is_some() && self.content_length.is_some() {
             return Err(HttpError::BadRequest("both Transfer-Encoding and Content-Length"));
         }
+        let chunked = match &self.transfer_encoding {
+            None => false,
+            Some(_) if line.version == Version::Http10 => {
+                // RFC 9112 §6.1: faulty framing in a 1.0 message (no 1.0 client sends it).
+                return Err(HttpError::BadRequest("Transfer-Encoding in HTTP/1.0"));
+            }
+            Some(te) => only_chunked(te)?,
+        };
         if line.version == Version::Http11 && self.host.is_none() {
             return Err(HttpError::BadRequest("missing Host header"));
         }
@@ -114,7 +129,7 @@ impl HeaderFields {
             host: self.host,
             keep_alive,
             content_length: self.content_length,
-            chunked: self.chunked,
+            chunked,
             if_none_match: self.if_none_match,
             if_modified_since: self.if_modified_since,
             range: self.range,
@@ -141,9 +156,46 @@ fn parse_content_length(value: &[u8]) -> Result<u64, HttpError> {
     })
 }
 
-/// Bytes allowed in `Host = uri-host [ ":" port ]` (RFC 3986 reg-name, IP-literal, port).
-fn is_host_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%:[]".contains(&b)
+/// The request body's framing from a Transfer-Encoding list: true when it is exactly
+/// `chunked` (any case). `chunked` not last is faulty framing (400, RFC 9112 §6.3); another
+/// coding before it is one amped does not decode (501); an empty element is malformed (400).
+fn only_chunked(te: &str) -> Result<bool, HttpError> {
+    let codings: Vec<&str> = te.split(',').map(|c| c.trim_matches([' ', '\t'])).collect();
+    let is_chunked = |c: &&str| c.eq_ignore_ascii_case("chunked");
+    match codings.split_last() {
+        Some((last, rest))
+            if is_chunked(last) && !rest.iter().any(|c| c.is_empty() || is_chunked(c)) =>
+        {
+            if rest.is_empty() { Ok(true) } else { Err(HttpError::UnsupportedTransferCoding) }
+        }
+        _ => Err(HttpError::BadRequest("Transfer-Encoding without chunked last")),
+    }
+}
+
+/// `Host = uri-host [ ":" port ]` (RFC 9110 §7.2, RFC 3986 §3.2.2): a reg-name or IPv4
+/// address, or an IP literal in brackets, then an optional port made of digits only. An empty
+/// value is allowed (RFC 9112 §3.2: the target has no authority).
+fn is_valid_host(v: &[u8]) -> bool {
+    let (host, port) = match v.strip_prefix(b"[") {
+        Some(rest) => match rest.iter().position(|&b| b == b']') {
+            Some(end)
+                if rest[..end].iter().all(|&b| b.is_ascii_hexdigit() || b".:vV".contains(&b)) =>
+            {
+                (&rest[..0], &rest[end + 1..])
+            }
+            _ => return false,
+        },
+        None => match v.iter().position(|&b| b == b':') {
+            Some(colon) => (&v[..colon], &v[colon..]),
+            None => (v, &v[v.len()..]),
+        },
+    };
+    let port_ok = match port {
+        [] => true,
+        [b':', digits @ ..] => digits.iter().all(u8::is_ascii_digit),
+        _ => false,
+    };
+    port_ok && host.iter().all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%".contains(&b))
 }
 
 /// Keeps the first occurrence of a singleton field; later duplicates are ignored.

@@ -41,6 +41,7 @@
 #![deny(missing_docs)]
 
 mod accept;
+mod chunked;
 mod conditional;
 mod date;
 mod error;
@@ -55,6 +56,7 @@ mod status;
 mod target;
 
 pub use accept::{AcceptEncoding, Encoding, EncodingSet};
+pub use chunked::{ChunkedDiscard, ChunkedError};
 pub use conditional::{if_range_allows, is_not_modified, make_etag};
 pub use date::{fmt_http_date, http_date_now};
 pub use error::HttpError;

@@ -33,7 +33,33 @@ pub fn parse_request(buf: &[u8], limits: &Limits) -> Result<Option<RequestHead>,
         return Err(HttpError::UriTooLong);
     }
     let limit_reached = buf.len() >= limits.max_head_bytes;
+    match parse_head(rest, skipped, limits, limit_reached, line) {
+        // RFC 9110 §2.5: a 1.x request with a minor version above 1 is answered as 1.1 (the
+        // highest minor version we speak). httparse knows only 1.0 and 1.1, so the head is
+        // parsed again from a copy whose version reads HTTP/1.1 (same length, same offsets).
+        Err(HttpError::VersionNotSupported) if line.is_some_and(is_later_minor) => {
+            let line_len = line.map_or(0, <[u8]>::len);
+            let mut copy = rest.to_vec();
+            copy[line_len - 1] = b'1';
+            parse_head(&copy, skipped, limits, limit_reached, line)
+        }
+        other => other,
+    }
+}
 
+/// True for a request line ending in `HTTP/1.d` with d > 1.
+fn is_later_minor(line: &[u8]) -> bool {
+    matches!(line, [.., b' ', b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor] if (b'2'..=b'9').contains(minor))
+}
+
+/// httparse over the head in `rest` (which starts `skipped` bytes into the buffer).
+fn parse_head(
+    rest: &[u8],
+    skipped: usize,
+    limits: &Limits,
+    limit_reached: bool,
+    line: Option<&[u8]>,
+) -> Result<Option<RequestHead>, HttpError> {
     let mut inline = [httparse::EMPTY_HEADER; INLINE_HEADERS];
     let mut heap = Vec::new();
     let slots: &mut [httparse::Header<'_>] = if limits.max_headers <= INLINE_HEADERS {

@@ -87,7 +87,26 @@ fn request_cases() {
         ("te and cl", b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", bad("both Transfer-Encoding and Content-Length")),
         ("cl and te", b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", bad("both Transfer-Encoding and Content-Length")),
         ("http/2.0", b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", Fail(HttpError::VersionNotSupported)),
-        ("http/1.2", b"GET / HTTP/1.2\r\nHost: a\r\n\r\n", Fail(HttpError::VersionNotSupported)),
+        ("http/1.2 served as 1.1", b"GET / HTTP/1.2\r\nHost: a\r\n\r\n", seen(Get, "/", H11, true, 27)),
+        ("http/1.9 served as 1.1", b"HEAD /x HTTP/1.9\r\nHost: a\r\nConnection: close\r\n\r\n", seen(Head, "/x", H11, false, 48)),
+        ("http/1.2 still needs host", b"GET / HTTP/1.2\r\n\r\n", bad("missing Host header")),
+        ("http/1.2 partial", b"GET / HTTP/1.2\r\nHost: a\r\n", Incomplete),
+        ("http/1.10", b"GET / HTTP/1.10\r\nHost: a\r\n\r\n", bad("invalid line ending")),
+        ("host port digits", b"GET / HTTP/1.1\r\nHost: a:8080\r\n\r\n", seen(Get, "/", H11, true, 32)),
+        ("host empty port", b"GET / HTTP/1.1\r\nHost: a:\r\n\r\n", seen(Get, "/", H11, true, 28)),
+        ("host ipv6 port", b"GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", seen(Get, "/", H11, true, 34)),
+        ("host non-numeric port", b"GET / HTTP/1.1\r\nHost: a:asd\r\n\r\n", bad("invalid Host header")),
+        ("host two colons", b"GET / HTTP/1.1\r\nHost: a:1:2\r\n\r\n", bad("invalid Host header")),
+        ("host ipv6 unbracketed", b"GET / HTTP/1.1\r\nHost: ::1\r\n\r\n", bad("invalid Host header")),
+        ("host ipv6 junk after", b"GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n", bad("invalid Host header")),
+        ("host ipv6 unclosed", b"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", bad("invalid Host header")),
+        ("te chunked", b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", seen(Get, "/", H11, true, 55)),
+        ("te identity", b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n", bad("Transfer-Encoding without chunked last")),
+        ("te chunked not last", b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", bad("Transfer-Encoding without chunked last")),
+        ("te chunked twice", b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", bad("Transfer-Encoding without chunked last")),
+        ("te empty element", b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: , chunked\r\n\r\n", bad("Transfer-Encoding without chunked last")),
+        ("te gzip then chunked", b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", Fail(HttpError::UnsupportedTransferCoding)),
+        ("te in 1.0", b"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", bad("Transfer-Encoding in HTTP/1.0")),
         ("http/0.9", b"GET / HTTP/0.9\r\n\r\n", Fail(HttpError::VersionNotSupported)),
         ("http/10.0", b"GET / HTTP/10.0\r\n\r\n", bad("malformed request line")),
         ("lowercase version", b"GET / http/1.1\r\nHost: a\r\n\r\n", bad("malformed request line")),
@@ -184,7 +203,7 @@ fn fields_are_extracted() {
     assert!(!head.chunked);
     assert_eq!(head.head_len, req.len());
 
-    let te = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n";
+    let te = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: CHUNKED\r\n\r\n";
     let head = parse_request(te, &Limits::default()).unwrap().unwrap();
     assert!(head.chunked);
     assert_eq!(head.content_length, None);

@@ -73,6 +73,8 @@ mod cli;
 mod conditional_range;
 #[path = "wire/error_pages.rs"]
 mod error_pages;
+#[path = "wire/framing.rs"]
+mod framing;
 #[path = "wire/limits_timeouts.rs"]
 mod limits_timeouts;
 #[path = "wire/listeners.rs"]

@@ -113,6 +113,9 @@ pub struct Args {
     /// Largest request head in bytes (431 beyond) [default: 8192].
     #[arg(long, value_name = "N")]
     pub max_head_bytes: Option<usize>,
+    /// Most header lines in a request head (431 beyond) [default: 64].
+    #[arg(long, value_name = "N")]
+    pub max_headers: Option<usize>,
     /// Longest request line in bytes (414 beyond) [default: 4096].
     #[arg(long, value_name = "N")]
     pub max_uri_bytes: Option<usize>,
@@ -231,6 +234,7 @@ impl Args {
             shutdown_timeout,
             max_connections,
             max_head_bytes,
+            max_headers,
             max_uri_bytes,
             max_discard_body,
             access_log,

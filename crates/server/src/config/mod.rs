@@ -327,7 +327,7 @@ impl Config {
         let limits = Limits {
             max_head_bytes: at_least("max-head-bytes", a.max_head_bytes.unwrap_or(8192), 256)?,
             max_uri_bytes: at_least("max-uri-bytes", a.max_uri_bytes.unwrap_or(4096), 16)?,
-            ..Limits::default()
+            max_headers: at_least("max-headers", a.max_headers.unwrap_or(64), 1)?,
         };
         let access_log = match a.access_log.as_deref() {
             None | Some("off") => AccessLog::Off,
@@ -493,6 +493,11 @@ mod tests {
         assert!(c.opt.path_cache && c.opt.header_cache && c.opt.file_cache && c.opt.zero_copy);
         assert_eq!(c.access_log, AccessLog::Off);
         assert_eq!(c.stages, StageLimits { queue: 1024, threads_max: 20, batch_max: 16 });
+        assert_eq!(
+            c.limits,
+            Limits::default(),
+            "8192-byte heads, 4096-byte lines, 64 header lines"
+        );
     }
 
     #[test]
@@ -524,6 +529,7 @@ mod tests {
             (vec!["--stats-path", "stats"], "must start with '/'"),
             (vec!["--server-header", "a\u{7f}"], "--server-header"),
             (vec!["--arch", "mp", "--listen", ":1", "--listen", ":2"], "serves one --listen"),
+            (vec!["--max-headers", "0"], "--max-headers must be at least 1"),
         ] {
             let e = parse(&argv).unwrap_err().to_string();
             assert!(e.contains(needle), "{argv:?}: {e}");

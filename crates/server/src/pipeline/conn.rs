@@ -3,6 +3,7 @@
 //! after its current response. Owned by whichever architecture serves the connection.
 
 use super::Request;
+use amped_http::ChunkedDiscard;
 use std::net::SocketAddr;
 
 /// Protocol state of one connection.
@@ -14,6 +15,8 @@ pub struct ConnState {
     pub peer: SocketAddr,
     /// Request-body bytes still to be read and thrown away.
     pub(super) discard: u64,
+    /// A chunked request body being read and thrown away.
+    pub(super) chunked: Option<ChunkedDiscard>,
     /// The request waiting for a job's result.
     pub(super) pending: Option<Request>,
     /// No further request is read on this connection.
@@ -25,18 +28,26 @@ pub struct ConnState {
 impl ConnState {
     /// State of a freshly accepted connection.
     pub fn new(peer: SocketAddr) -> Self {
-        ConnState { inbuf: Vec::new(), peer, discard: 0, pending: None, closing: false, served: 0 }
+        ConnState {
+            inbuf: Vec::new(),
+            peer,
+            discard: 0,
+            chunked: None,
+            pending: None,
+            closing: false,
+            served: 0,
+        }
     }
 
     /// True between requests of a keep-alive connection (the idle timeout applies); false on
     /// a fresh connection or while a request is arriving (the header timeout applies).
     pub fn is_idle(&self) -> bool {
-        self.served > 0 && self.inbuf.is_empty() && self.discard == 0
+        self.served > 0 && self.inbuf.is_empty() && self.discard == 0 && self.chunked.is_none()
     }
 
     /// True when bytes of an unfinished request have arrived.
     pub fn has_partial_request(&self) -> bool {
-        !self.inbuf.is_empty()
+        !self.inbuf.is_empty() || self.chunked.is_some()
     }
 
     /// Appends received bytes.
@@ -48,6 +59,8 @@ impl ConnState {
     pub fn read_hint(&self, max_head: usize) -> usize {
         if self.discard > 0 {
             self.discard.min(64 << 10) as usize
+        } else if self.chunked.is_some() {
+            64 << 10
         } else {
             max_head.saturating_sub(self.inbuf.len()).max(1)
         }

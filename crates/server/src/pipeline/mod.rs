@@ -143,6 +143,9 @@ impl Pipeline {
         if c.closing {
             return Step::Close;
         }
+        if c.chunked.is_some() && !self.discard_chunked(c) {
+            return if c.closing { Step::Close } else { Step::NeedMore };
+        }
         if c.discard > 0 {
             let n = c.discard.min(c.inbuf.len() as u64);
             c.inbuf.drain(..n as usize);
@@ -292,9 +295,16 @@ impl Pipeline {
     fn dispatch(&self, c: &mut ConnState, mut req: Request) -> Step {
         let h = &req.head;
         if h.chunked {
-            crate::errlog::info!("{}: refused with 400 (Transfer-Encoding)", req.peer);
-            c.closing = true;
-            return Step::Respond(self.error_with(&req, StatusCode::BAD_REQUEST, b"", true));
+            // Read and thrown away like a Content-Length body (headers.rs admits only a lone
+            // `chunked`, never with Content-Length). What already arrived is checked now, so
+            // a body that is malformed or too large from its first bytes is answered 400/413.
+            c.chunked = Some(amped_http::ChunkedDiscard::new(self.cfg.max_discard_body()));
+            if let Err(status) = self.feed_chunked(c) {
+                let code = status.as_u16();
+                crate::errlog::info!("{}: refused with {code} (chunked body)", req.peer);
+                c.closing = true;
+                return Step::Respond(self.error_with(&req, status, b"", true));
+            }
         }
         if let Some(n) = h.content_length {
             if n > self.cfg.max_discard_body() {
@@ -444,7 +454,10 @@ impl Pipeline {
                 self.park(c, req, url_path, Some(t))
             }
             Translation::Redirect(location) => {
-                let extra = format!("Location: {location}\r\n");
+                // The query string goes along (`/dir?x=1` → `/dir/?x=1`); it is not part of
+                // the cached translation.
+                let query = req.head.target.find('?').map_or("", |i| &req.head.target[i..]);
+                let extra = format!("Location: {location}{query}\r\n");
                 Step::Respond(self.error_with(
                     &req,
                     StatusCode::MOVED_PERMANENTLY,
@@ -484,6 +497,34 @@ impl Pipeline {
         }
     }
 
+    /// Feeds buffered bytes to the chunked body being discarded; true once it has ended (the
+    /// next request may follow). A body that turns out malformed or too large after its
+    /// request was answered closes the connection.
+    fn discard_chunked(&self, c: &mut ConnState) -> bool {
+        match self.feed_chunked(c) {
+            Ok(done) => done,
+            Err(_) => {
+                c.closing = true;
+                false
+            }
+        }
+    }
+
+    fn feed_chunked(&self, c: &mut ConnState) -> Result<bool, StatusCode> {
+        let Some(body) = &mut c.chunked else { return Ok(true) };
+        match body.feed(&c.inbuf) {
+            Ok((used, done)) => {
+                c.inbuf.drain(..used);
+                if done {
+                    c.chunked = None;
+                }
+                Ok(done)
+            }
+            Err(amped_http::ChunkedError::TooLarge) => Err(StatusCode::PAYLOAD_TOO_LARGE),
+            Err(amped_http::ChunkedError::Malformed(_)) => Err(StatusCode::BAD_REQUEST),
+        }
+    }
+
     /// Runs a job on the calling thread (blocking).
     pub fn run_job(&self, job: Job) -> JobDone {
         job.run(&self.cfg, &self.caches.pages)
@@ -499,6 +540,10 @@ impl Request {
         let rest = &inbuf[start..];
         let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
         let line = rest[..end].strip_suffix(b"\r").unwrap_or(&rest[..end]);
+        // A HEAD gets its error answer without a body (RFC 9110 §9.3.2), whatever went wrong.
+        if line.starts_with(b"HEAD ") {
+            req.head.method = Method::Head;
+        }
         if !line.is_empty() {
             let cut = &line[..line.len().min(RAW_LINE_MAX)];
             let mut text = String::from_utf8_lossy(cut).into_owned();

@@ -263,10 +263,10 @@ arch_tests! {
         }
     }
 
-    /// HTTP/2.0 or HTTP/1.2 in a request line: 505.
+    /// HTTP/2.0 or HTTP/3.0 in a request line: 505 (a later 1.x is served as 1.1: framing.rs).
     fn unsupported_version_505(arch) {
         let s = Server::start(arch, &[], fill_basic);
-        for version in ["HTTP/2.0", "HTTP/1.2", "HTTP/3.0"] {
+        for version in ["HTTP/2.0", "HTTP/0.9", "HTTP/3.0"] {
             let r = request_once(
                 s.addr,
                 format!("GET /hello.txt {version}\r\nHost: test\r\n\r\n").as_bytes(),
@@ -364,7 +364,6 @@ arch_tests! {
         let cases = [
             "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n",
             "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
-            "Transfer-Encoding: chunked\r\n",
             "Content-Length: 4\r\nContent-Length: 4\r\n",
             "Content-Length: 4\r\nContent-Length: 5\r\n",
             "Content-Length: abc\r\n",
@@ -373,7 +372,8 @@ arch_tests! {
             "Content-Length: 4, 4\r\n",
             "Content-Length : 4\r\n", // RFC 9112 §5.1: whitespace before the colon
             "Transfer-Encoding: identity\r\n",
-            "transfer-encoding: CHUNKED\r\n",
+            "Transfer-Encoding: chunked, identity\r\n",
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
         ];
         for case in cases {
             let mut c = s.conn();
