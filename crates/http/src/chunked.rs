@@ -174,8 +174,11 @@ fn is_ctl(b: u8) -> bool {
 mod tests {
     use super::*;
 
+    /// What a feed returns: bytes used and whether the body ended, or why it was refused.
+    type Fed = Result<(usize, bool), ChunkedError>;
+
     /// Feeds `input` whole and byte by byte; both must agree.
-    fn run(input: &[u8], limit: u64) -> Result<(usize, bool), ChunkedError> {
+    fn run(input: &[u8], limit: u64) -> Fed {
         let whole = ChunkedDiscard::new(limit).feed(input);
         let mut d = ChunkedDiscard::new(limit);
         let mut used = 0;
@@ -203,7 +206,7 @@ mod tests {
     fn bodies_end_where_the_grammar_says() {
         use ChunkedError::*;
         let ok = |n: usize| Ok((n, true));
-        let cases: Vec<(&str, &[u8], Result<(usize, bool), ChunkedError>)> = vec![
+        let cases: Vec<(&str, &[u8], Fed)> = vec![
             ("empty body", b"0\r\n\r\n", ok(5)),
             ("one chunk", b"5\r\nhello\r\n0\r\n\r\n", ok(15)),
             ("next request kept", b"1\r\na\r\n0\r\n\r\nGET / HTTP/1.1", ok(11)),

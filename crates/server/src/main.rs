@@ -53,6 +53,8 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
         _ => None,
     };
     let (log, log_thread) = AccessLogger::start(&cfg.access_log, cfg.access_log_format)?;
+    // Bound and logs opened: now stop being root (nothing after this needs it).
+    arch::privileges::give_up(&cfg)?;
     let worker = cfg.worker_fd.is_some();
     let names = listeners.names.join(" ");
     if !worker {

@@ -4,7 +4,7 @@
 //! [`epoll`] readiness polling, [`listen`]ing sockets (with `SO_REUSEPORT`), [`transmit`]
 //! (writev, sendfile, `MSG_MORE`), [`pipe`]s that hold file pages between disk and socket, the page-cache [`residency`] test that lets the AMPED main
 //! loop avoid ever blocking on the disk, process [`limits`] (descriptors, CPU pinning), returning freed heap [`memory`], the
-//! worker [`process`]es of `mp`, ignored [`signals`], counters [`shared`] between processes, and an io_uring [`uring`] whose operations own the memory the
+//! worker [`process`]es of `mp`, ignored [`signals`], counters [`shared`] between processes, switching to an unprivileged user ([`privileges`]), and an io_uring [`uring`] whose operations own the memory the
 //! kernel works on.
 //! `unsafe` appears only where a syscall has no safe binding, each with a `// SAFETY:` line.
 #![deny(missing_docs)]
@@ -15,6 +15,7 @@ pub mod limits;
 pub mod listen;
 pub mod memory;
 pub mod pipe;
+pub mod privileges;
 pub mod process;
 pub mod residency;
 pub mod shared;

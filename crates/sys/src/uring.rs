@@ -97,6 +97,12 @@ pub struct FileStat {
     pub dev: u64,
     /// A regular file.
     pub is_file: bool,
+    /// File type and permission bits (`st_mode`).
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
 }
 
 /// What a completed operation produced (its memory handed back).
@@ -537,6 +543,9 @@ fn file_stat(st: &libc::statx) -> FileStat {
         ino: st.stx_ino,
         dev: libc::makedev(st.stx_dev_major, st.stx_dev_minor),
         is_file: u32::from(st.stx_mode) & libc::S_IFMT == libc::S_IFREG,
+        mode: u32::from(st.stx_mode),
+        uid: st.stx_uid,
+        gid: st.stx_gid,
     }
 }
 

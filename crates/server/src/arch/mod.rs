@@ -11,6 +11,7 @@ pub mod lifecycle;
 pub mod mp;
 pub mod mt;
 pub mod pool;
+pub mod privileges;
 pub mod read_lane;
 pub mod sped;
 pub mod staged;

@@ -12,6 +12,26 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+/// A file's mode and owner: a change to either (`chmod 000`, `chmod 640` under `--user`,
+/// `chown`) may take the file away from the server's user, so it invalidates the cached open
+/// descriptor, which would otherwise keep serving what the server can no longer open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// File type and permission bits (`st_mode`).
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+}
+
+impl Access {
+    /// Mode and owner from `meta`.
+    pub fn of(meta: &std::fs::Metadata) -> Access {
+        Access { mode: meta.mode(), uid: meta.uid(), gid: meta.gid() }
+    }
+}
+
 /// An open file and what a response needs to know about it.
 #[derive(Debug)]
 pub struct FileEntry {
@@ -27,6 +47,8 @@ pub struct FileEntry {
     pub ino: u64,
     /// Device number.
     pub dev: u64,
+    /// Who may read it, as of the last check.
+    pub access: Access,
     /// The whole body, for files up to `--small-file-bytes` when the file cache is on.
     pub body: Option<Arc<[u8]>>,
 }
@@ -47,16 +69,19 @@ impl FileEntry {
             mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
             ino: meta.ino(),
             dev: meta.dev(),
+            access: Access::of(meta),
             body,
         }
     }
 
-    /// Same file, same version: device, inode, size and mtime all equal.
+    /// Same file, same version, same access: device, inode, size, mtime, mode and owner all
+    /// equal.
     pub fn same_version(&self, other: &FileEntry) -> bool {
         self.dev == other.dev
             && self.ino == other.ino
             && self.size == other.size
             && self.mtime == other.mtime
+            && self.access == other.access
     }
 
     /// The strong ETag of this version.
@@ -66,8 +91,10 @@ impl FileEntry {
 
     /// Revalidation through the open descriptor: `fstat` reads the in-memory inode (held by the
     /// open file, so it cannot wait for the disk). True when the file is still linked and its
-    /// inode, size and mtime are those cached. A deleted or renamed-over file has no links left;
-    /// an edited, grown or truncated one has another size or mtime.
+    /// inode, size, mtime, mode and owner are those cached. A deleted or renamed-over file has
+    /// no links left; an edited, grown or truncated one has another size or mtime; a `chmod` or
+    /// `chown` changes its [`Access`] — then the file is opened again (as the server's user),
+    /// and a file the server may no longer read is answered 403.
     pub fn unchanged(&self) -> bool {
         match self.file.metadata() {
             Ok(m) => {
@@ -75,6 +102,7 @@ impl FileEntry {
                     && m.ino() == self.ino
                     && m.len() == self.size
                     && m.modified().ok() == Some(self.mtime)
+                    && Access::of(&m) == self.access
             }
             Err(_) => false,
         }
@@ -241,7 +269,20 @@ mod tests {
         let changed = entry(d.path(), "x", b"hello, world", true);
         let got = c.put(changed, later);
         assert_eq!(got.size, 12);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&got.path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(!got.unchanged(), "mode changed");
+        let reopened = entry(d.path(), "x", b"hello, world", true);
+        std::fs::set_permissions(&got.path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let reopened = Arc::new(FileEntry::new(
+            got.path.clone(),
+            File::open(&got.path).unwrap(),
+            &std::fs::metadata(&got.path).unwrap(),
+            reopened.body.clone(),
+        ));
+        assert!(!got.same_version(&reopened), "another mode is another version");
+        assert!(reopened.unchanged());
         std::fs::remove_file(&got.path).unwrap();
-        assert!(!got.unchanged(), "deleted");
+        assert!(!reopened.unchanged(), "deleted");
     }
 }

@@ -184,6 +184,20 @@ pub struct Args {
     /// (off by default).
     #[arg(long, value_name = "ADDR:PORT")]
     pub stats_listen: Option<String>,
+    /// Once the listener is bound (as root, e.g. on port 80), switch to this user (name or uid)
+    /// before serving.
+    #[arg(long, value_name = "USER")]
+    pub user: Option<String>,
+    /// The group to switch to with --user [default: the user's primary group].
+    #[arg(long, value_name = "GROUP", requires = "user")]
+    pub group: Option<String>,
+    /// Confine the server to DIR (chroot) before switching user; ROOT must lie inside DIR.
+    /// Needs root; not with --arch mp (its workers are re-executed).
+    #[arg(long, value_name = "DIR")]
+    pub chroot: Option<PathBuf>,
+    /// Serve as root without the warning (e.g. in a container where root is unprivileged).
+    #[arg(long)]
+    pub allow_root: bool,
     /// Internal: run as an `mp` worker process serving an inherited listener.
     #[arg(long, hide = true)]
     #[serde(skip)]
@@ -245,7 +259,10 @@ impl Args {
             precompressed,
             cors_origin,
             spa_fallback,
-            stats_listen
+            stats_listen,
+            user,
+            group,
+            chroot
         );
         macro_rules! list {
             ($($f:ident),*) => { $( if self.$f.is_empty() { self.$f = file.$f; } )* };
@@ -261,7 +278,8 @@ impl Args {
             dotfiles,
             follow_outside_symlinks,
             listing,
-            security_headers
+            security_headers,
+            allow_root
         );
         self
     }

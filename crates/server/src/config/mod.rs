@@ -8,6 +8,7 @@ pub mod response;
 
 use crate::errlog::Level;
 use amped_http::Limits;
+use amped_sys::privileges::{Identity, lookup_group, lookup_user};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -155,8 +156,11 @@ pub struct Optimizations {
 /// The resolved, validated configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Canonical document root.
+    /// Canonical document root (as resolved at start-up; see `root_link`).
     pub root: PathBuf,
+    /// The root as given, when it leads through a symlink (`current -> releases/v2`): it is
+    /// resolved again by every translation, so switching the link is seen within a second.
+    pub root_link: Option<PathBuf>,
     /// Listening addresses (at least one; systemd's sockets replace them when amped is
     /// socket-activated).
     pub listen: Vec<ListenAddr>,
@@ -225,6 +229,12 @@ pub struct Config {
     pub stats_fd: Option<i32>,
     /// This mp worker's index (0 in every other process).
     pub worker_index: usize,
+    /// Who to serve as once the listener is bound (`--user`/`--group`).
+    pub run_as: Option<Identity>,
+    /// Directory to chroot into before switching user; `root` is then given inside it.
+    pub chroot: Option<PathBuf>,
+    /// Serve as root without a warning.
+    pub allow_root: bool,
 }
 
 /// A configuration error: one line for the user.
@@ -275,6 +285,15 @@ impl Config {
             self.file_cache_entries = fit;
             fit
         })
+    }
+
+    /// The document root as it is now: `root`, or where the root link leads at this moment.
+    /// Blocking (a `realpath` walk when the root is a link): called from jobs only.
+    pub fn current_root(&self) -> std::io::Result<std::borrow::Cow<'_, std::path::Path>> {
+        match &self.root_link {
+            None => Ok(std::borrow::Cow::Borrowed(&self.root)),
+            Some(link) => std::fs::canonicalize(link).map(std::borrow::Cow::Owned),
+        }
     }
 
     /// Validates and resolves merged arguments.
@@ -373,8 +392,31 @@ impl Config {
                 ConfigError(format!("--read-path '{s}' is not one of: pipe, read-ahead"))
             })?,
         };
+        let run_as = match &a.user {
+            None => None,
+            Some(user) => {
+                let mut id = lookup_user(user).or_else(|e| err(format!("--user {user}: {e}")))?;
+                if let Some(group) = &a.group {
+                    id.gid =
+                        lookup_group(group).or_else(|e| err(format!("--group {group}: {e}")))?;
+                }
+                Some(id)
+            }
+        };
+        let (root, chroot, root_link) = match &a.chroot {
+            None => {
+                let given = std::path::absolute(&root_arg).unwrap_or_else(|_| root.clone());
+                let link = (given != root).then_some(given);
+                (root, None, link)
+            }
+            Some(dir) => {
+                let (root, jail) = confine(root, dir, arch)?;
+                (root, jail, None)
+            }
+        };
         Ok(Config {
             root,
+            root_link,
             listen,
             server_header,
             arch,
@@ -441,6 +483,9 @@ impl Config {
             })?,
             stats_fd: a.stats_fd,
             worker_index: a.worker_index.unwrap_or(0),
+            run_as,
+            chroot,
+            allow_root: a.allow_root,
         })
     }
 }
@@ -455,6 +500,25 @@ fn line_column(text: &str, offset: usize) -> String {
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
     format!(":{line}:{column}")
+}
+
+/// `--chroot DIR`: the canonical DIR and ROOT as seen from inside it.
+fn confine(
+    root: PathBuf,
+    dir: &std::path::Path,
+    arch: Arch,
+) -> Result<(PathBuf, Option<PathBuf>), ConfigError> {
+    if arch == Arch::Mp {
+        return err(
+            "--chroot does not work with --arch mp (its workers are re-executed from the binary)",
+        );
+    }
+    let jail =
+        std::fs::canonicalize(dir).or_else(|e| err(format!("--chroot {}: {e}", dir.display())))?;
+    let Ok(inside) = root.strip_prefix(&jail) else {
+        return err(format!("ROOT {} is not inside --chroot {}", root.display(), jail.display()));
+    };
+    Ok((std::path::Path::new("/").join(inside), Some(jail)))
 }
 
 fn positive(name: &str, v: usize) -> Result<usize, ConfigError> {
@@ -530,6 +594,11 @@ mod tests {
             (vec!["--server-header", "a\u{7f}"], "--server-header"),
             (vec!["--arch", "mp", "--listen", ":1", "--listen", ":2"], "serves one --listen"),
             (vec!["--max-headers", "0"], "--max-headers must be at least 1"),
+            (vec!["--user", "no-such-user-amped"], "--user no-such-user-amped"),
+            (vec!["--user", "root", "--group", "no-such-group-amped"], "--group no-such"),
+            (vec!["--chroot", "/definitely/not/here"], "--chroot"),
+            (vec!["--chroot", "/tmp", "/"], "is not inside --chroot"),
+            (vec!["--chroot", "/", "--arch", "mp"], "not work with --arch mp"),
         ] {
             let e = parse(&argv).unwrap_err().to_string();
             assert!(e.contains(needle), "{argv:?}: {e}");
@@ -546,6 +615,23 @@ mod tests {
         let c = Config::resolve(args).expect("and resolves");
         assert_eq!(c.listen.len(), 2);
         assert_eq!(c.access_log_format, AccessLogFormat::CombinedTime);
+    }
+
+    #[test]
+    fn user_group_and_chroot_resolve() {
+        let c = parse(&["--user", "0", "--group", "0", "--chroot", "/", "."]).unwrap();
+        assert_eq!(c.run_as, Some(Identity { uid: 0, gid: 0 }));
+        assert_eq!(c.chroot.as_deref(), Some(std::path::Path::new("/")));
+        assert_eq!(c.root, std::fs::canonicalize(".").unwrap(), "inside / it is the same path");
+        let c = parse(&["."]).unwrap();
+        assert_eq!((c.run_as, c.chroot, c.allow_root), (None, None, false), "off by default");
+        assert_eq!(c.root_link, None, "a plain directory is resolved once");
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("v1")).unwrap();
+        std::os::unix::fs::symlink("v1", d.path().join("current")).unwrap();
+        let c = parse(&[d.path().join("current").to_str().unwrap()]).unwrap();
+        assert_eq!(c.root_link.as_deref(), Some(d.path().join("current").as_path()));
+        assert_eq!(c.current_root().unwrap(), std::fs::canonicalize(d.path().join("v1")).unwrap());
     }
 
     #[test]

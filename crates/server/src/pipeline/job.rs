@@ -106,8 +106,12 @@ impl Job {
             Job::Resolve { url_path, rel, trailing_slash, known } => {
                 let translated_now = known.is_none();
                 let translation = known.unwrap_or_else(|| {
+                    let root = match cfg.current_root() {
+                        Ok(root) => root,
+                        Err(e) => return super::translate::from_io(&e, &cfg.root),
+                    };
                     translate(&TranslateRequest {
-                        root: &cfg.root,
+                        root: &root,
                         rel: &rel,
                         trailing_slash,
                         url_path: &url_path,

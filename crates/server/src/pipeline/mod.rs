@@ -373,9 +373,11 @@ impl Pipeline {
         let translation = match lookup {
             PathLookup::Fresh(t) => Some(t),
             // A direct mapping: the cached open file can vouch for the translation — unless
-            // variants are on, whose appearance only a translation notices.
+            // variants are on, whose appearance only a translation notices, or the root is a
+            // link, where it leads is checked by a job.
             PathLookup::Stale(Translation::File(p, v))
                 if self.cfg.response.precompressed.is_empty()
+                    && self.cfg.root_link.is_none()
                     && p == self.cfg.root.join(target.to_rel_path()) =>
             {
                 self.revalidated_file(&p, now).map(|_| {

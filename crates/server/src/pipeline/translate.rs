@@ -131,7 +131,7 @@ fn canonical_inside(req: &TranslateRequest<'_>, p: &Path) -> Result<PathBuf, Tra
 }
 
 /// The translation of a file-system error, by the one table in [`super::fs_error`].
-fn from_io(e: &std::io::Error, path: &Path) -> Translation {
+pub fn from_io(e: &std::io::Error, path: &Path) -> Translation {
     match judge(e, path) {
         FsFailure::NotFound => Translation::NotFound,
         FsFailure::Forbidden => Translation::Forbidden,

@@ -4,6 +4,55 @@
 use crate::common::*;
 use std::time::Duration;
 
+/// True when the tests run as root (here and in CI): the server is then started with
+/// `--user nobody`, so that permissions bind it (root reads any file).
+fn running_as_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+}
+
+fn set_mode(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Polls `path` until it answers `status` or `limit` passes; returns how long it took.
+fn answers_within(s: &Server, path: &str, status: u16, limit: Duration) -> Option<Duration> {
+    let start = std::time::Instant::now();
+    loop {
+        if s.get(path).status == status {
+            return Some(start.elapsed());
+        }
+        if start.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Replaces the symlink `link` with one to `target` atomically (`ln -sfn` done right:
+/// a new link renamed over the old).
+fn switch_link(link: &std::path::Path, target: &str) {
+    let tmp = link.with_extension("new");
+    std::os::unix::fs::symlink(target, &tmp).unwrap();
+    std::fs::rename(&tmp, link).unwrap();
+}
+
+/// Polls `path` until its body is `text` (within [`SEEN_WITHIN`]).
+fn eventually_text(s: &Server, path: &str, text: &str) -> bool {
+    let start = std::time::Instant::now();
+    while s.get(path).text() != text {
+        if start.elapsed() > SEEN_WITHIN {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
+/// The staleness bound is one second; the polls allow for a slow machine.
+const SEEN_WITHIN: Duration = Duration::from_millis(2500);
+
 arch_tests! {
     /// Out of descriptors, an existing file or directory is answered 503 with Retry-After and
     /// the connection closed (never 404: a cache in front would remember the file as missing),
@@ -40,4 +89,139 @@ arch_tests! {
         let log = s.stderr();
         assert!(log.contains("cold.txt") && log.contains("503"), "no error-log line: {log}");
     }
+    /// A cached file made unreadable to the server's user (`chmod 000`, or `chmod 640` of a
+    /// root-owned file under `--user nobody`) answers 403 within the staleness bound, and 200
+    /// again once readable; `--user nobody` is used when the tests run as root.
+    fn permission_changes_are_seen_within_a_second(arch) {
+        let user: &[&str] = if running_as_root() { &["--user", "nobody"] } else { &[] };
+        let s = Server::start(arch, user, |root| {
+            set_mode(root.parent().unwrap(), 0o755); // the temporary directory is 0700
+            write(root, "a.txt", "A");
+            write(root, "b.txt", "B");
+            write(root, "big.bin", pseudo_random(100_000, 3)); // not kept in memory
+        });
+        for path in ["/a.txt", "/b.txt", "/big.bin", "/a.txt", "/b.txt", "/big.bin"] {
+            s.get(path).assert_status(200);
+        }
+        set_mode(&s.path("a.txt"), 0o000);
+        set_mode(&s.path("big.bin"), 0o000);
+        if running_as_root() {
+            set_mode(&s.path("b.txt"), 0o640); // root's group only: not nobody
+        } else {
+            set_mode(&s.path("b.txt"), 0o000);
+        }
+        for path in ["/a.txt", "/b.txt", "/big.bin"] {
+            assert!(answers_within(&s, path, 403, SEEN_WITHIN).is_some(), "{path} still served");
+        }
+        for name in ["a.txt", "b.txt", "big.bin"] {
+            set_mode(&s.path(name), 0o644);
+        }
+        for path in ["/a.txt", "/b.txt", "/big.bin"] {
+            assert!(answers_within(&s, path, 200, SEEN_WITHIN).is_some(), "{path} still 403");
+        }
+        assert_eq!(s.get("/a.txt").text(), "A");
+    }
+
+    /// A root given as a symlink (`current -> releases/v1`) switched to a new release
+    /// (`ln -sfn releases/v2 current`) is served from the new release within the staleness
+    /// bound, with every cache on and with every cache off; so is a symlinked directory inside
+    /// the root.
+    fn symlinked_root_and_directories_follow_a_switch(arch) {
+        for caches in [&[][..], &["--no-path-cache", "--no-file-cache", "--no-header-cache"][..]] {
+            let s = Server::start_with(
+                |root| {
+                    let releases = root.parent().unwrap().join("releases");
+                    write(&releases, "v1/a.txt", "one");
+                    write(&releases, "v2/a.txt", "two");
+                    write(&releases, "v1/data-1/d.txt", "d1");
+                    write(&releases, "v1/data-2/d.txt", "d2");
+                    std::os::unix::fs::symlink("data-1", releases.join("v1/data")).unwrap();
+                    std::os::unix::fs::symlink("releases/v1", releases.with_file_name("current")).unwrap();
+                },
+                |root| {
+                    let mut args: Vec<std::ffi::OsString> = vec!["--listen".into(), "127.0.0.1:0".into()];
+                    args.extend(arch.iter().chain(caches).map(Into::into));
+                    args.push(root.parent().unwrap().join("current").into());
+                    args
+                },
+            );
+            let tmp = s.root.parent().unwrap().to_path_buf();
+            // A directory link inside the root, switched.
+            for _ in 0..2 {
+                assert_eq!(s.get("/data/d.txt").assert_status(200).text(), "d1");
+            }
+            switch_link(&tmp.join("releases/v1/data"), "data-2");
+            let seen = answers_within(&s, "/data/d.txt", 200, SEEN_WITHIN);
+            assert!(seen.is_some() && eventually_text(&s, "/data/d.txt", "d2"), "{caches:?}: the directory switch was not seen");
+            // The root link, switched.
+            for _ in 0..2 {
+                assert_eq!(s.get("/a.txt").assert_status(200).text(), "one");
+            }
+            switch_link(&tmp.join("current"), "releases/v2");
+            assert!(eventually_text(&s, "/a.txt", "two"), "{caches:?}: the root switch was not seen");
+            assert!(answers_within(&s, "/data/d.txt", 404, SEEN_WITHIN).is_some(), "v2 has no data/");
+        }
+    }
+}
+
+/// The real and effective uids of a process.
+fn uids(pid: u32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    line.split_whitespace().skip(1).take(2).collect::<Vec<_>>().join(" ")
+}
+
+/// `--user nobody`: bound as root, the server (and every mp worker) then runs as nobody, real
+/// and effective, and serves; `--chroot` confines it to a directory; started as root without `--user` it says so on stderr unless
+/// `--allow-root`; an unknown user is a one-line error with status 2.
+#[test]
+fn user_switch_after_binding() {
+    if !running_as_root() {
+        eprintln!("skipped: switching user needs the tests to run as root");
+        return;
+    }
+    let nobody = std::process::Command::new("id").args(["-u", "nobody"]).output().unwrap();
+    let nobody = String::from_utf8_lossy(&nobody.stdout).trim().to_string();
+    for arch in [&["--arch", "amped"][..], &["--arch", "mp", "--processes", "2"][..]] {
+        let s = Server::start(arch, &["--user", "nobody"], |root| {
+            set_mode(root.parent().unwrap(), 0o755);
+            write(root, "a.txt", "A");
+        });
+        assert_eq!(s.get("/a.txt").assert_status(200).text(), "A");
+        let mut pids = vec![s.pid()];
+        pids.extend(child_pids(s.pid()));
+        for pid in pids {
+            assert_eq!(uids(pid), format!("{nobody} {nobody}"), "{arch:?} pid {pid}");
+        }
+        assert!(!s.stderr().contains("serving as root"), "{}", s.stderr());
+    }
+    // --chroot: the temporary directory becomes `/`; ROOT is found inside it.
+    let s = Server::start_with(
+        |root| {
+            set_mode(root.parent().unwrap(), 0o755);
+            write(root, "a.txt", "A");
+            std::os::unix::fs::symlink("/etc/hostname", root.join("host")).unwrap();
+        },
+        |root| {
+            let tmp = root.parent().unwrap();
+            let args = ["--listen", "127.0.0.1:0", "--user", "nobody", "--follow-outside-symlinks"];
+            let mut args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+            args.extend(["--chroot".into(), tmp.into(), root.into()]);
+            args
+        },
+    );
+    assert_eq!(s.get("/a.txt").assert_status(200).text(), "A");
+    assert_eq!(s.get("/host").status, 404, "/etc/hostname does not exist inside the chroot");
+    let stdout = s.stdout_lines().join("\n");
+    assert!(stdout.contains("serving /root with arch"), "{stdout}");
+    let s = Server::start(&[], &[], |root| write(root, "a.txt", "A"));
+    s.get("/a.txt").assert_status(200);
+    assert!(s.stderr().contains("warn: serving as root; --user USER"), "{}", s.stderr());
+    let s = Server::start(&[], &["--allow-root"], |root| write(root, "a.txt", "A"));
+    s.get("/a.txt").assert_status(200);
+    assert!(!s.stderr().contains("serving as root"), "{}", s.stderr());
+    let (status, _, err) =
+        run_expecting_exit(&["--user".into(), "no-such-user-amped".into(), ".".into()]);
+    assert_eq!(status.code(), Some(2));
+    assert_eq!(err.trim(), "amped: --user no-such-user-amped: no such user");
 }

@@ -6,6 +6,7 @@
 //! receives the open descriptor and its metadata and never repeats the file-system call.
 
 use crate::cache::FileEntry;
+use crate::cache::file::Access;
 use crate::config::Config;
 use crate::pipeline::{Resolved, job::keeps_body_in_memory};
 use amped_sys::uring::FileStat;
@@ -106,6 +107,7 @@ impl Opening {
                 mtime: st.mtime,
                 ino: st.ino,
                 dev: st.dev,
+                access: Access { mode: st.mode, uid: st.uid, gid: st.gid },
                 body,
             })
         });
