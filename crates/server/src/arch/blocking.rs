@@ -203,6 +203,8 @@ pub fn next_connection(
                 bump(gate.stats.accept_pauses());
                 std::thread::sleep(ACCEPT_BACKOFF);
             }
+            // EINVAL: the listener was shut down (mp's parent, at shutdown): nothing more comes.
+            Err(e) if e.kind() == ErrorKind::InvalidInput => return None,
             Err(_) => {} // ECONNABORTED and friends: the client gave up
         }
     }

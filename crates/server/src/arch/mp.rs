@@ -13,8 +13,8 @@
 //!
 //! The parent only supervises: a worker that dies (crash, kill -9, a stray SIGTERM) is
 //! replaced at most once a second per slot, with a line on stderr. SIGTERM/SIGINT to the
-//! parent is forwarded to every worker as SIGTERM; each finishes the response in flight and
-//! exits; the parent waits for them until the shutdown deadline, kills what is left and exits
+//! parent stops the shared listener (`shutdown(SHUT_RD)`: new connections are refused at once)
+//! and forwards SIGTERM to every worker; each finishes the response in flight and exits; the parent waits for them until the shutdown deadline, kills what is left and exits
 //! 0. Workers receive SIGTERM if the parent dies (`PR_SET_PDEATHSIG`). With `--pin`, worker i
 //! is pinned to CPU i mod the number of CPUs. Only the parent prints the listening line.
 
@@ -197,7 +197,14 @@ impl<'a> Supervisor<'a> {
     /// Graceful stop: close our copy of the listener, SIGTERM every worker, wait for them
     /// until `deadline`, then SIGKILL the rest.
     fn stop_workers(&mut self, deadline: Instant) {
-        self.listener = None; // once the workers have closed theirs, new connections are refused
+        // The workers share the listening socket, and one busy with a response keeps its copy
+        // open until it exits: closing ours alone would leave the kernel accepting connections
+        // nobody will answer. `shutdown(SHUT_RD)` stops the shared socket listening for every
+        // process at once (new connections are refused, as under the other architectures);
+        // workers blocked in `accept` see EINVAL and stop accepting.
+        if let Some(listener) = self.listener.take() {
+            let _ = socket2::SockRef::from(&listener).shutdown(std::net::Shutdown::Read);
+        }
         for child in self.slots.iter().filter_map(|s| s.child.as_ref()) {
             let _ = signal_worker(child.id(), WorkerSignal::Terminate);
         }
