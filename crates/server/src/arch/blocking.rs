@@ -221,6 +221,52 @@ enum Phase {
     Responded,
 }
 
+/// A connection with its protocol state and deadline, between two reads: what a `pool` worker
+/// hands to the waiting room ([`super::waiting_room`]) when it steps aside, and takes back once
+/// the client has sent more.
+pub struct Session {
+    /// The connection.
+    pub conn: Connection,
+    state: ConnState,
+    phase: Phase,
+    deadline: Instant,
+    prepared: bool,
+}
+
+impl Session {
+    /// A freshly accepted connection: the header timeout runs.
+    pub fn new(conn: Connection, pipeline: &Pipeline) -> Session {
+        let state = ConnState::new(conn.peer);
+        let deadline = Instant::now() + pipeline.cfg.header_timeout();
+        Session { conn, state, phase: Phase::Head, deadline, prepared: false }
+    }
+
+    /// When the header or keep-alive timeout of this waiting connection runs out.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// True when part of a request has arrived (a shutdown still lets it finish).
+    pub fn has_partial_request(&self) -> bool {
+        self.state.has_partial_request()
+    }
+
+    /// The deadline passed while the connection waited: see [`timed_out`].
+    pub fn expire(self, pipeline: &Pipeline) {
+        timed_out(pipeline, &self.conn.sock, self.phase, &self.state);
+    }
+}
+
+/// How a wait for the client's next bytes ended.
+enum Wait {
+    /// Bytes arrived.
+    More,
+    /// The connection must close (EOF, error, timeout, shutdown).
+    Closed,
+    /// Nothing has arrived and other connections wait for this thread: step aside.
+    StepAside,
+}
+
 /// One connection being served on the calling thread.
 struct Blocking<'a> {
     pipeline: &'a Pipeline,
@@ -231,24 +277,43 @@ struct Blocking<'a> {
     deadline: Instant,
     opts: SendOptions,
     buf: Vec<u8>,
+    /// `pool`: true while other connections wait for a worker.
+    others_waiting: Option<&'a dyn Fn() -> bool>,
 }
 
 /// Serves `conn` on the calling thread until it closes, times out or shutdown ends it.
 pub fn serve(pipeline: &Pipeline, conn: Connection, stop: &Stop) {
-    let sock: &TcpStream = &conn.sock;
-    let ready = prepare_stream(sock, false)
-        .and_then(|()| sock.set_read_timeout(Some(TICK)))
-        .and_then(|()| sock.set_write_timeout(Some(TICK)));
-    if ready.is_err() {
-        return;
+    let _ = serve_session(pipeline, Session::new(conn, pipeline), stop, None);
+}
+
+/// Serves `session` on the calling thread until it closes — or, when `others_waiting` is given
+/// and says so while the client has sent nothing more to read, returns it (to wait elsewhere
+/// until the client sends more), so that a slow or idle client never holds a thread that
+/// others are waiting for.
+pub fn serve_session(
+    pipeline: &Pipeline,
+    mut session: Session,
+    stop: &Stop,
+    others_waiting: Option<&dyn Fn() -> bool>,
+) -> Option<Session> {
+    let sock: &TcpStream = &session.conn.sock;
+    if !session.prepared {
+        let ready = prepare_stream(sock, false)
+            .and_then(|()| sock.set_read_timeout(Some(TICK)))
+            .and_then(|()| sock.set_write_timeout(Some(TICK)));
+        if ready.is_err() {
+            return None;
+        }
+        session.prepared = true;
     }
+    let placeholder = ConnState::new(session.conn.peer);
     let mut c = Blocking {
         pipeline,
         sock,
-        state: ConnState::new(conn.peer),
+        state: std::mem::replace(&mut session.state, placeholder),
         stop,
-        phase: Phase::Head,
-        deadline: Instant::now() + pipeline.cfg.header_timeout(),
+        phase: session.phase,
+        deadline: session.deadline,
         // This thread may block on the disk, so the residency test would only add a syscall.
         opts: SendOptions {
             zero_copy: pipeline.cfg.opt.zero_copy,
@@ -256,12 +321,18 @@ pub fn serve(pipeline: &Pipeline, conn: Connection, stop: &Stop) {
             read_path: pipeline.cfg.opt.read_path,
         },
         buf: vec![0u8; READ_BUF],
+        others_waiting,
     };
-    c.run();
+    if !c.run() {
+        return None;
+    }
+    let (state, phase, deadline) = (c.state, c.phase, c.deadline);
+    Some(Session { state, phase, deadline, ..session })
 }
 
 impl Blocking<'_> {
-    fn run(&mut self) {
+    /// Serves until the connection closes (false) or steps aside (true).
+    fn run(&mut self) -> bool {
         let p = self.pipeline;
         loop {
             let mut step = p.next(&mut self.state, self.stop.draining());
@@ -273,18 +344,20 @@ impl Blocking<'_> {
                     }
                     Step::Respond(resp) => {
                         if !self.send(Outgoing::new(resp)) {
-                            return;
+                            return false;
                         }
                         self.phase = Phase::Responded;
                         break;
                     }
                     Step::NeedMore => {
-                        if !self.read_more() {
-                            return;
+                        match self.read_more() {
+                            Wait::More => {}
+                            Wait::Closed => return false,
+                            Wait::StepAside => return true,
                         }
                         break;
                     }
-                    Step::Close => return,
+                    Step::Close => return false,
                 }
             }
         }
@@ -335,8 +408,8 @@ impl Blocking<'_> {
         }
     }
 
-    /// Reads what the client sends next; false if the connection must close instead.
-    fn read_more(&mut self) -> bool {
+    /// Reads what the client sends next.
+    fn read_more(&mut self) -> Wait {
         let cfg = &self.pipeline.cfg;
         let phase = if self.state.is_idle() { Phase::Idle } else { Phase::Head };
         if phase != self.phase {
@@ -347,15 +420,25 @@ impl Blocking<'_> {
         }
         loop {
             if Instant::now() >= self.deadline {
-                self.timed_out();
-                return false;
+                timed_out(self.pipeline, self.sock, self.phase, &self.state);
+                return Wait::Closed;
             }
             let want = self.state.read_hint(cfg.limits.max_head_bytes).min(self.buf.len());
-            match self.sock.read(&mut self.buf[..want]) {
-                Ok(0) => return false,
+            // Others wait for a thread: take only what has arrived, never wait for more.
+            let step_aside = self.others_waiting.is_some_and(|waiting| waiting());
+            let got = if step_aside {
+                read_now(self.sock, &mut self.buf[..want])
+            } else {
+                self.sock.read(&mut self.buf[..want])
+            };
+            match got {
+                Ok(0) => return Wait::Closed,
                 Ok(n) => {
                     self.state.received(&self.buf[..n]);
-                    return true;
+                    return Wait::More;
+                }
+                Err(e) if step_aside && e.kind() == ErrorKind::WouldBlock => {
+                    return Wait::StepAside;
                 }
                 Err(e)
                     if matches!(
@@ -367,23 +450,32 @@ impl Blocking<'_> {
                     if self.stop.expired()
                         || (self.stop.draining() && !self.state.has_partial_request())
                     {
-                        return false;
+                        return Wait::Closed;
                     }
                 }
-                Err(_) => return false,
+                Err(_) => return Wait::Closed,
             }
         }
     }
+}
 
-    /// The header or keep-alive deadline passed: a client in the middle of a request head
-    /// gets a 408 (as from the event loop's sweep), then the connection closes.
-    fn timed_out(&mut self) {
-        let p = self.pipeline;
-        bump(p.stats.timeouts());
-        if self.phase == Phase::Head && self.state.has_partial_request() {
-            let mut out = Outgoing::new(p.timeout_response(self.state.peer, &self.state.inbuf));
-            let _ = out.send(self.sock, self.opts, p);
-            p.complete(&out.resp, out.body_sent());
-        }
+/// The header or keep-alive deadline passed: a client in the middle of a request head gets a
+/// 408 (as from the event loop's sweep), then the connection closes.
+fn timed_out(p: &Pipeline, sock: &TcpStream, phase: Phase, state: &ConnState) {
+    bump(p.stats.timeouts());
+    if phase == Phase::Head && state.has_partial_request() {
+        let mut out = Outgoing::new(p.timeout_response(state.peer, &state.inbuf));
+        let opts =
+            SendOptions { zero_copy: false, residency_test: false, read_path: p.cfg.opt.read_path };
+        let _ = out.send(sock, opts, p);
+        p.complete(&out.resp, out.body_sent());
     }
+}
+
+/// Reads what has already arrived, without waiting (`WouldBlock` when nothing has).
+fn read_now(mut sock: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    sock.set_nonblocking(true)?;
+    let got = sock.read(buf);
+    sock.set_nonblocking(false)?;
+    got
 }

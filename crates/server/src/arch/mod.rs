@@ -16,6 +16,7 @@ pub mod read_lane;
 pub mod sped;
 pub mod staged;
 pub mod uring;
+pub mod waiting_room;
 
 use crate::access_log::AccessLogger;
 use crate::config::{Arch, Config, ListenAddr};

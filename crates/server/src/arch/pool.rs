@@ -3,11 +3,14 @@
 //! one connection at a time and serve it to its end on a blocking socket
 //! ([`super::blocking`]), running disk jobs inline. One pipeline, so one set of caches.
 //!
-//! **When every worker is busy.** New connections wait in the queue, in arrival order. A
-//! worker holds a keep-alive connection until the client closes it or it idles out
-//! (`--keepalive-timeout`), so queued connections suffer head-of-line blocking behind idle
-//! keep-alive clients: size `--threads` for the number of connections you expect to be open
-//! at once, not for the request rate. When the queue is full too, the acceptor answers the new
+//! **When every worker is busy.** New connections wait in the queue, in arrival order. While
+//! connections wait there, a worker never waits on a client that has sent nothing to read —
+//! one trickling its head (slowloris) or idle between keep-alive requests: it parks that
+//! connection in the [`super::waiting_room`], whose thread watches it with epoll and queues it
+//! again when the client sends more, and takes the next one. So slow and idle clients cost
+//! the pool a parked socket each, not a worker, and a normal client is served behind them.
+//! Without waiting connections a worker keeps its connection as before. When the queue is
+//! full too, the acceptor answers the new
 //! connection `503 Service Unavailable` with `Retry-After: 1` and `Connection: close`,
 //! counts it in the `queue_overflows` stat and says so on stderr (at most one line a second):
 //! overload is visible and answered, never a silent hang. `--max-connections` still caps the
@@ -19,11 +22,12 @@
 //! most the request in flight, with `Connection: close`) until the shutdown deadline, when the
 //! sockets still open are shut down.
 
-use super::blocking::{self, Connection, Gate, Stop, TICK};
+use super::blocking::{self, Connection, Gate, Session, Stop, TICK};
+use super::waiting_room::WaitingRoom;
 use crate::pipeline::Pipeline;
 use crate::stats::bump;
 use crate::transmit::{Outgoing, SendOptions};
-use crossbeam_channel::{Receiver, TrySendError, bounded};
+use crossbeam_channel::{Receiver, Select, TrySendError, bounded, unbounded};
 use std::io::{self, Read};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::panic::AssertUnwindSafe;
@@ -43,10 +47,16 @@ pub fn run(
     let stop = Arc::new(Stop::new(shutdown.clone(), &cfg));
     let gate = Gate::new(cfg.max_connections, pipeline.stats.clone());
     let (queue, taken) = bounded::<Connection>(cfg.queue);
+    let (ready_tx, ready) = unbounded::<Session>();
+    let (room, room_thread) = WaitingRoom::start(pipeline.clone(), stop.clone(), ready_tx)?;
+    let room = Arc::new(room);
     let workers = (0..cfg.threads)
-        .map(|i| start_worker(i, pipeline.clone(), taken.clone(), stop.clone()))
+        .map(|i| {
+            let inbox = Inbox { taken: Some(taken.clone()), ready: Some(ready.clone()) };
+            start_worker(i, pipeline.clone(), inbox, room.clone(), stop.clone())
+        })
         .collect::<io::Result<Vec<_>>>()?;
-    drop(taken);
+    drop((taken, ready));
     let mut overflow = OverflowReport::default();
     while let Some(conn) = blocking::next_connection(&listener, &gate, &stop) {
         match queue.try_send(conn) {
@@ -63,7 +73,9 @@ pub fn run(
     drop(queue); // workers drain what is queued, then see the queue closed
     gate.close_all_by(stop.deadline().unwrap_or_else(Instant::now));
     let deadline = Instant::now() + 2 * TICK;
-    while workers.iter().any(|w| !w.is_finished()) && Instant::now() < deadline {
+    while (workers.iter().any(|w| !w.is_finished()) || !room_thread.is_finished())
+        && Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(())
@@ -72,21 +84,63 @@ pub fn run(
 fn start_worker(
     i: usize,
     pipeline: Arc<Pipeline>,
-    taken: Receiver<Connection>,
+    mut inbox: Inbox,
+    room: Arc<WaitingRoom>,
     stop: Arc<Stop>,
 ) -> io::Result<JoinHandle<()>> {
     std::thread::Builder::new().name(format!("pool-{i}")).spawn(move || {
         if pipeline.cfg.pin {
             let _ = amped_sys::limits::pin_current_thread(amped_sys::limits::nth_allowed_cpu(i));
         }
-        for conn in taken {
+        let (taken, ready) = (inbox.taken.clone(), inbox.ready.clone());
+        let others_waiting = move || {
+            taken.as_ref().is_some_and(|q| !q.is_empty())
+                || ready.as_ref().is_some_and(|q| !q.is_empty())
+        };
+        while let Some(session) = inbox.next(&pipeline) {
             // A bug hit by one connection must not shrink the pool; the panic is reported on
             // stderr by the default hook and the connection is closed.
-            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                blocking::serve(&pipeline, conn, &stop)
+            let served = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                blocking::serve_session(&pipeline, session, &stop, Some(&others_waiting))
             }));
+            if let Ok(Some(waiting)) = served {
+                room.park(waiting);
+            }
         }
     })
+}
+
+/// What a worker takes work from: newly accepted connections and parked ones whose client
+/// has sent more. Each side is dropped once closed and drained.
+struct Inbox {
+    taken: Option<Receiver<Connection>>,
+    ready: Option<Receiver<Session>>,
+}
+
+impl Inbox {
+    /// The next connection to serve; `None` once both sides are closed and drained.
+    fn next(&mut self, pipeline: &Pipeline) -> Option<Session> {
+        loop {
+            let mut select = Select::new();
+            let ready = self.ready.as_ref().map(|r| select.recv(r));
+            let taken = self.taken.as_ref().map(|r| select.recv(r));
+            if ready.is_none() && taken.is_none() {
+                return None;
+            }
+            let op = select.select();
+            if Some(op.index()) == ready {
+                match op.recv(self.ready.as_ref()?) {
+                    Ok(session) => return Some(session),
+                    Err(_) => self.ready = None,
+                }
+            } else {
+                match op.recv(self.taken.as_ref()?) {
+                    Ok(conn) => return Some(Session::new(conn, pipeline)),
+                    Err(_) => self.taken = None,
+                }
+            }
+        }
+    }
 }
 
 /// Answers a connection the queue has no room for: 503, `Connection: close` (logged like any
