@@ -34,6 +34,8 @@ impl StatusCode {
     pub const URI_TOO_LONG: StatusCode = StatusCode(414);
     /// 416 Range Not Satisfiable.
     pub const RANGE_NOT_SATISFIABLE: StatusCode = StatusCode(416);
+    /// 429 Too Many Requests (RFC 6585: a per-client limit).
+    pub const TOO_MANY_REQUESTS: StatusCode = StatusCode(429);
     /// 431 Request Header Fields Too Large.
     pub const HEADER_FIELDS_TOO_LARGE: StatusCode = StatusCode(431);
     /// 500 Internal Server Error.
@@ -85,6 +87,7 @@ fn known_reason(code: u16) -> Option<&'static str> {
         413 => "Content Too Large",
         414 => "URI Too Long",
         416 => "Range Not Satisfiable",
+        429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",
@@ -119,6 +122,7 @@ mod tests {
             (StatusCode::PAYLOAD_TOO_LARGE, "Content Too Large"),
             (StatusCode::URI_TOO_LONG, "URI Too Long"),
             (StatusCode::RANGE_NOT_SATISFIABLE, "Range Not Satisfiable"),
+            (StatusCode::TOO_MANY_REQUESTS, "Too Many Requests"),
             (StatusCode::HEADER_FIELDS_TOO_LARGE, "Request Header Fields Too Large"),
             (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
             (StatusCode::NOT_IMPLEMENTED, "Not Implemented"),

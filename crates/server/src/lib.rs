@@ -10,6 +10,7 @@
 pub mod access_log;
 pub mod arch;
 pub mod cache;
+pub mod client_limits;
 pub mod config;
 pub mod errlog;
 pub mod operator;

@@ -76,6 +76,8 @@ counters! {
     /// Requests refused with 503 because a queue was full (`pool`'s connection queue,
     /// a `staged` stage queue).
     queue_overflows,
+    /// Requests answered 429 by `--max-connections-per-ip` or `--rate-limit-per-ip`.
+    client_limit_refusals,
 }
 
 /// Where counters live: in this process, or in memory shared between processes.

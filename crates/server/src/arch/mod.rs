@@ -19,6 +19,7 @@ pub mod uring;
 pub mod waiting_room;
 
 use crate::access_log::AccessLogger;
+use crate::client_limits::ClientLimits;
 use crate::config::{Arch, Config, ListenAddr};
 use crate::operator::SignalCounts;
 use crate::pipeline::Pipeline;
@@ -47,9 +48,10 @@ pub struct Server {
 }
 
 impl Server {
-    /// A fresh pipeline (own caches) over the shared counters and log.
-    pub fn pipeline(&self) -> Arc<Pipeline> {
-        Arc::new(Pipeline::new(self.cfg.clone(), self.stats.clone(), self.log.clone()))
+    /// A fresh pipeline (own caches) over the shared counters, log and per-client limits.
+    pub fn pipeline(&self, limits: &Option<Arc<ClientLimits>>) -> Arc<Pipeline> {
+        let (cfg, stats, log) = (self.cfg.clone(), self.stats.clone(), self.log.clone());
+        Arc::new(Pipeline::sharing(cfg, stats, log, limits.clone()))
     }
 }
 
@@ -146,8 +148,9 @@ pub fn preflight(cfg: &Config) -> io::Result<()> {
 /// Serves on `listeners` with the configured architecture until shutdown completes.
 pub fn serve(server: &Server, listeners: Vec<TcpListener>) -> io::Result<()> {
     let arch = server.cfg.arch;
+    let limits = ClientLimits::from_config(&server.cfg);
     let run_one = |listener: TcpListener| -> io::Result<()> {
-        let pipeline = server.pipeline();
+        let pipeline = server.pipeline(&limits);
         match arch {
             Arch::Sped => sped::run(pipeline, listener, &server.shutdown),
             Arch::Amped => amped::run(pipeline, listener, &server.shutdown),

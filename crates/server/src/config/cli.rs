@@ -184,6 +184,18 @@ pub struct Args {
     /// (off by default).
     #[arg(long, value_name = "ADDR:PORT")]
     pub stats_listen: Option<String>,
+    /// At most N connections open from one client address; beyond, requests are answered 429
+    /// and the connection closed [default: off].
+    #[arg(long, value_name = "N")]
+    pub max_connections_per_ip: Option<u32>,
+    /// At most R requests a second from one client address (`R`, `R/s` or `R/m`), answered 429
+    /// with Retry-After beyond [default: off].
+    #[arg(long, value_name = "R[/s|/m]")]
+    pub rate_limit_per_ip: Option<String>,
+    /// Requests one address may send at once under --rate-limit-per-ip [default: R per second,
+    /// at least 1].
+    #[arg(long, value_name = "N", requires = "rate_limit_per_ip")]
+    pub rate_limit_burst: Option<u32>,
     /// Once the listener is bound (as root, e.g. on port 80), switch to this user (name or uid)
     /// before serving.
     #[arg(long, value_name = "USER")]
@@ -262,7 +274,10 @@ impl Args {
             stats_listen,
             user,
             group,
-            chroot
+            chroot,
+            max_connections_per_ip,
+            rate_limit_per_ip,
+            rate_limit_burst
         );
         macro_rules! list {
             ($($f:ident),*) => { $( if self.$f.is_empty() { self.$f = file.$f; } )* };

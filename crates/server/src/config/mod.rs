@@ -6,6 +6,7 @@ mod listen;
 mod live;
 pub mod response;
 
+use crate::client_limits::Rate;
 use crate::errlog::Level;
 use amped_http::Limits;
 use amped_sys::privileges::{Identity, lookup_group, lookup_user};
@@ -235,6 +236,10 @@ pub struct Config {
     pub chroot: Option<PathBuf>,
     /// Serve as root without a warning.
     pub allow_root: bool,
+    /// Connections one client address may have open (`None`: unlimited).
+    pub max_connections_per_ip: Option<u32>,
+    /// Requests a second one client address may send (`None`: unlimited).
+    pub rate_limit_per_ip: Option<Rate>,
 }
 
 /// A configuration error: one line for the user.
@@ -486,6 +491,14 @@ impl Config {
             run_as,
             chroot,
             allow_root: a.allow_root,
+            max_connections_per_ip: match a.max_connections_per_ip {
+                Some(0) => return err("--max-connections-per-ip must be at least 1"),
+                n => n,
+            },
+            rate_limit_per_ip: match &a.rate_limit_per_ip {
+                None => None,
+                Some(r) => Some(parse_rate(r, a.rate_limit_burst)?),
+            },
         })
     }
 }
@@ -519,6 +532,29 @@ fn confine(
         return err(format!("ROOT {} is not inside --chroot {}", root.display(), jail.display()));
     };
     Ok((std::path::Path::new("/").join(inside), Some(jail)))
+}
+
+/// `R`, `R/s` or `R/m` requests, with a burst of `burst` (default: one second's worth, at
+/// least 1).
+fn parse_rate(text: &str, burst: Option<u32>) -> Result<Rate, ConfigError> {
+    let bad = || err(format!("--rate-limit-per-ip '{text}': want R, R/s or R/m with R > 0"));
+    let (number, per) = match text.split_once('/') {
+        None => (text, 1.0),
+        Some((n, "s")) => (n, 1.0),
+        Some((n, "m")) => (n, 60.0),
+        Some(_) => return bad(),
+    };
+    let Ok(count) = number.trim().parse::<f64>() else { return bad() };
+    if !(count.is_finite() && count > 0.0) {
+        return bad();
+    }
+    let per_second = count / per;
+    let burst = match burst {
+        Some(0) => return err("--rate-limit-burst must be at least 1"),
+        Some(b) => f64::from(b),
+        None => per_second.ceil().max(1.0),
+    };
+    Ok(Rate { per_second, burst })
 }
 
 fn positive(name: &str, v: usize) -> Result<usize, ConfigError> {
@@ -597,6 +633,12 @@ mod tests {
             (vec!["--user", "no-such-user-amped"], "--user no-such-user-amped"),
             (vec!["--user", "root", "--group", "no-such-group-amped"], "--group no-such"),
             (vec!["--chroot", "/definitely/not/here"], "--chroot"),
+            (vec!["--max-connections-per-ip", "0"], "--max-connections-per-ip must be"),
+            (vec!["--rate-limit-per-ip", "ten"], "want R, R/s or R/m"),
+            (vec!["--rate-limit-per-ip", "5/h"], "want R, R/s or R/m"),
+            (vec!["--rate-limit-per-ip=-1"], "want R, R/s or R/m"),
+            (vec!["--rate-limit-per-ip", "0/s"], "want R, R/s or R/m"),
+            (vec!["--rate-limit-per-ip", "5", "--rate-limit-burst", "0"], "--rate-limit-burst"),
             (vec!["--chroot", "/tmp", "/"], "is not inside --chroot"),
             (vec!["--chroot", "/", "--arch", "mp"], "not work with --arch mp"),
         ] {
@@ -615,6 +657,19 @@ mod tests {
         let c = Config::resolve(args).expect("and resolves");
         assert_eq!(c.listen.len(), 2);
         assert_eq!(c.access_log_format, AccessLogFormat::CombinedTime);
+    }
+
+    #[test]
+    fn client_limits_are_off_by_default_and_parse() {
+        let c = parse(&["."]).unwrap();
+        assert_eq!((c.max_connections_per_ip, c.rate_limit_per_ip), (None, None));
+        let c = parse(&["--max-connections-per-ip", "4", "--rate-limit-per-ip", "10/s"]).unwrap();
+        assert_eq!(c.max_connections_per_ip, Some(4));
+        assert_eq!(c.rate_limit_per_ip, Some(Rate { per_second: 10.0, burst: 10.0 }));
+        let c = parse(&["--rate-limit-per-ip", "30/m", "--rate-limit-burst", "5"]).unwrap();
+        assert_eq!(c.rate_limit_per_ip, Some(Rate { per_second: 0.5, burst: 5.0 }));
+        let c = parse(&["--rate-limit-per-ip", "0.5"]).unwrap();
+        assert_eq!(c.rate_limit_per_ip, Some(Rate { per_second: 0.5, burst: 1.0 }));
     }
 
     #[test]

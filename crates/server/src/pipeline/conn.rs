@@ -3,6 +3,7 @@
 //! after its current response. Owned by whichever architecture serves the connection.
 
 use super::Request;
+use crate::client_limits::ConnectionSlot;
 use amped_http::ChunkedDiscard;
 use std::net::SocketAddr;
 
@@ -23,6 +24,22 @@ pub struct ConnState {
     pub(super) closing: bool,
     /// Responses produced so far.
     pub(super) served: u64,
+    /// Where the connection stands with `--max-connections-per-ip`.
+    pub(super) admission: Admission,
+}
+
+/// A connection's standing with the per-address connection limit.
+#[derive(Debug)]
+pub(super) enum Admission {
+    /// Not counted yet (or the limit is off).
+    Unchecked,
+    /// Counted; the slot is given back when the connection's state is dropped.
+    Counted {
+        /// Held, never read: dropping it uncounts the connection.
+        _slot: Option<ConnectionSlot>,
+    },
+    /// Over the limit: its request is answered 429 and the connection closed.
+    Refused,
 }
 
 impl ConnState {
@@ -36,6 +53,7 @@ impl ConnState {
             pending: None,
             closing: false,
             served: 0,
+            admission: Admission::Unchecked,
         }
     }
 

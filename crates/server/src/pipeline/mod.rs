@@ -18,6 +18,7 @@ pub mod translate;
 
 use crate::access_log::AccessLogger;
 use crate::cache::{Caches, FileEntry, FileLookup, PathLookup, lock};
+use crate::client_limits::ClientLimits;
 use crate::config::Config;
 use crate::stats::{Stats, bump};
 use amped_http::{
@@ -128,13 +129,27 @@ pub struct Pipeline {
     /// Counters.
     pub stats: Arc<Stats>,
     log: AccessLogger,
+    /// `--max-connections-per-ip`, `--rate-limit-per-ip` (`None` when both are off).
+    limits: Option<Arc<ClientLimits>>,
 }
 
 impl Pipeline {
-    /// A pipeline with empty caches.
+    /// A pipeline with empty caches (and per-client limits of its own).
     pub fn new(cfg: Arc<Config>, stats: Arc<Stats>, log: AccessLogger) -> Self {
+        let limits = ClientLimits::from_config(&cfg);
+        Pipeline::sharing(cfg, stats, log, limits)
+    }
+
+    /// A pipeline with empty caches, counting clients in `limits` (shared by the instances of
+    /// one server).
+    pub fn sharing(
+        cfg: Arc<Config>,
+        stats: Arc<Stats>,
+        log: AccessLogger,
+        limits: Option<Arc<ClientLimits>>,
+    ) -> Self {
         let caches = Caches::new(&cfg);
-        Pipeline { cfg, caches, stats, log }
+        Pipeline { cfg, caches, stats, log, limits }
     }
 
     /// Consumes buffered input and decides what happens next. `draining` is set during a
@@ -142,6 +157,14 @@ impl Pipeline {
     pub fn next(&self, c: &mut ConnState, draining: bool) -> Step {
         if c.closing {
             return Step::Close;
+        }
+        if let Some(limits) = &self.limits
+            && matches!(c.admission, conn::Admission::Unchecked)
+        {
+            c.admission = match limits.open_connection(c.peer.ip()) {
+                Ok(slot) => conn::Admission::Counted { _slot: slot },
+                Err(()) => conn::Admission::Refused,
+            };
         }
         if c.chunked.is_some() && !self.discard_chunked(c) {
             return if c.closing { Step::Close } else { Step::NeedMore };
@@ -176,6 +199,15 @@ impl Pipeline {
                 c.served += 1;
                 let keep_alive = head.keep_alive && !draining;
                 let req = Request::new(head, c.peer, keep_alive);
+                if let Some(limits) = &self.limits
+                    && let Some(retry_after) = over_limit(limits, c)
+                {
+                    bump(self.stats.client_limit_refusals());
+                    c.closing = true;
+                    let extra = format!("Retry-After: {retry_after}\r\n");
+                    let status = StatusCode::TOO_MANY_REQUESTS;
+                    return Step::Respond(self.error_with(&req, status, extra.as_bytes(), true));
+                }
                 self.dispatch(c, req)
             }
         }
@@ -531,6 +563,14 @@ impl Pipeline {
     pub fn run_job(&self, job: Job) -> JobDone {
         job.run(&self.cfg, &self.caches.pages)
     }
+}
+
+/// Seconds the client should wait when `c`'s request is over a per-client limit.
+fn over_limit(limits: &ClientLimits, c: &ConnState) -> Option<u64> {
+    if matches!(c.admission, conn::Admission::Refused) {
+        return Some(1);
+    }
+    limits.take_request(c.peer.ip(), Instant::now()).err()
 }
 
 impl Request {

@@ -54,6 +54,57 @@ fn eventually_text(s: &Server, path: &str, text: &str) -> bool {
 const SEEN_WITHIN: Duration = Duration::from_millis(2500);
 
 arch_tests! {
+    /// `--max-connections-per-ip 2`: a third connection from the same address is answered 429
+    /// with Retry-After and closed; once one of the two closes, a new one is served. (Not mp:
+    /// there each worker process counts for itself, and serves one connection at a time.)
+    fn connections_per_ip_are_limited(arch) {
+        if arch.contains(&"mp") {
+            return;
+        }
+        let s = Server::start(arch, &["--max-connections-per-ip", "2", "--stats-path", "/st"], |root| write(root, "a.txt", "A"));
+        let mut open: Vec<Conn> = (0..2).map(|_| s.conn()).collect();
+        for c in &mut open {
+            c.send(req("GET", "/a.txt", ""));
+            c.response().assert_status(200);
+        }
+        let mut third = s.conn();
+        third.send(req("GET", "/a.txt", ""));
+        let r = third.response();
+        assert_eq!(r.status, 429, "{r:?}");
+        assert_eq!(r.header("retry-after"), Some("1"));
+        third.assert_closed(Duration::from_secs(3));
+        drop(open.pop());
+        std::thread::sleep(Duration::from_millis(300)); // the server notices the close
+        let mut again = s.conn();
+        again.send(req("GET", "/a.txt", ""));
+        again.response().assert_status(200);
+        drop((again, open));
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(counter(&stats(s.addr, "/st"), "client_limit_refusals"), 1);
+    }
+
+    /// `--rate-limit-per-ip 1/m --rate-limit-burst 3`: three requests are served, the fourth
+    /// (on the same or a new connection) is answered 429 with `Retry-After: 60` and closed.
+    /// (Not mp: each worker process keeps its own buckets.)
+    fn requests_per_ip_are_rate_limited(arch) {
+        if arch.contains(&"mp") {
+            return;
+        }
+        let s = Server::start(arch, &["--rate-limit-per-ip", "1/m", "--rate-limit-burst", "3"], |root| write(root, "a.txt", "A"));
+        let mut c = s.conn();
+        for _ in 0..2 {
+            c.send(req("GET", "/a.txt", ""));
+            c.response().assert_status(200);
+        }
+        s.get("/a.txt").assert_status(200);
+        c.send(req("GET", "/a.txt", ""));
+        let r = c.response();
+        assert_eq!(r.status, 429, "{r:?}");
+        assert_eq!(r.header("retry-after"), Some("60"));
+        c.assert_closed(Duration::from_secs(3));
+        assert_eq!(s.get("/a.txt").status, 429);
+    }
+
     /// Out of descriptors, an existing file or directory is answered 503 with Retry-After and
     /// the connection closed (never 404: a cache in front would remember the file as missing),
     /// with a line on stderr; and nothing negative is remembered: once descriptors are back
