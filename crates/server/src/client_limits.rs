@@ -62,6 +62,10 @@ impl Drop for ConnectionSlot {
     }
 }
 
+/// The address already has its maximum of connections open.
+#[derive(Debug, PartialEq, Eq)]
+pub struct OverLimit;
+
 /// Prune the buckets after this many lookups (full buckets carry no information).
 const PRUNE_EVERY: usize = 4096;
 
@@ -83,12 +87,12 @@ impl ClientLimits {
 
     /// Counts a new connection from `ip`: `Ok` with its slot (`None` when connections are not
     /// limited), or `Err` when `ip` already has its maximum open.
-    pub fn open_connection(&self, ip: IpAddr) -> Result<Option<ConnectionSlot>, ()> {
+    pub fn open_connection(&self, ip: IpAddr) -> Result<Option<ConnectionSlot>, OverLimit> {
         let Some(max) = self.max_connections else { return Ok(None) };
         let mut open = lock(&self.open);
         let n = open.entry(ip).or_insert(0);
         if *n >= max {
-            return Err(());
+            return Err(OverLimit);
         }
         *n += 1;
         Ok(Some(ConnectionSlot { ip, open: self.open.clone() }))

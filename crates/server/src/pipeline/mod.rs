@@ -163,7 +163,7 @@ impl Pipeline {
         {
             c.admission = match limits.open_connection(c.peer.ip()) {
                 Ok(slot) => conn::Admission::Counted { _slot: slot },
-                Err(()) => conn::Admission::Refused,
+                Err(_) => conn::Admission::Refused,
             };
         }
         if c.chunked.is_some() && !self.discard_chunked(c) {
