@@ -639,3 +639,47 @@ impl Request {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::fs_error::FsFailure;
+
+    /// A translation that failed for a passing reason (exhaustion, I/O error) is answered but
+    /// never kept in the path cache; a lasting one (404) is.
+    #[test]
+    fn passing_failures_are_not_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = crate::config::Args { root: Some(dir.path().into()), ..Default::default() };
+        let cfg = Arc::new(Config::resolve(args).unwrap());
+        let p = Pipeline::new(cfg, Default::default(), AccessLogger::off());
+        let peer: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let answer = |translation: Translation, url: &str| {
+            let mut c = ConnState::new(peer);
+            c.inbuf.extend_from_slice(format!("GET {url} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+            let Step::Block(_) = p.next(&mut c, false) else { panic!("{url}: no job") };
+            let resolved = Resolved {
+                url_path: url.into(),
+                translation,
+                translated_now: true,
+                file: None,
+                listing: None,
+                at: Instant::now(),
+            };
+            match p.resume(&mut c, JobDone::Resolved(resolved)) {
+                Step::Respond(r) => r,
+                other => panic!("{url}: {other:?}"),
+            }
+        };
+        let busy = answer(Translation::Failed(FsFailure::Exhausted), "/busy");
+        assert_eq!(busy.status, 503);
+        assert!(busy.close);
+        assert_eq!(answer(Translation::Failed(FsFailure::Internal), "/broken").status, 500);
+        assert_eq!(answer(Translation::NotFound, "/gone").status, 404);
+        let mut paths = lock(p.caches.paths.as_ref().unwrap());
+        let now = Instant::now();
+        assert!(matches!(paths.get("/busy", now), PathLookup::Miss), "exhaustion was cached");
+        assert!(matches!(paths.get("/broken", now), PathLookup::Miss), "an I/O error was cached");
+        assert!(matches!(paths.get("/gone", now), PathLookup::Fresh(Translation::NotFound)));
+    }
+}
