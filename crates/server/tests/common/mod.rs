@@ -661,6 +661,15 @@ impl DescriptorSqueeze {
     }
 }
 
+/// Sets the soft RLIMIT_NOFILE of `server`'s processes (its mp workers too) to `n`, as if it
+/// had been started under `ulimit -n n` (it raises its limit only at start-up).
+pub fn limit_descriptors(server: &Server, n: u32) {
+    prlimit(server.pid(), &format!("{n}:"));
+    for pid in child_pids(server.pid()) {
+        prlimit(pid, &format!("{n}:"));
+    }
+}
+
 impl Drop for DescriptorSqueeze {
     fn drop(&mut self) {
         for (pid, soft) in &self.restore {

@@ -54,6 +54,48 @@ fn eventually_text(s: &Server, path: &str, text: &str) -> bool {
 const SEEN_WITHIN: Duration = Duration::from_millis(2500);
 
 arch_tests! {
+    /// The reported scenario: under `RLIMIT_NOFILE` 64 with 100 connections open, a GET
+    /// for an existing file not yet cached is answered 200 or 503 with Retry-After — never 404
+    /// — and the server serves normally once the connections close.
+    fn low_descriptor_limit_with_many_connections_never_404(arch) {
+        let s = Server::start(arch, &[], |root| {
+            for i in 0..20 {
+                write(root, &format!("f{i}.txt"), format!("file {i}"));
+            }
+        });
+        limit_descriptors(&s, 64);
+        let mut first = s.conn();
+        first.send(req("GET", "/f0.txt", ""));
+        first.response().assert_status(200);
+        let crowd: Vec<std::net::TcpStream> = (0..100)
+            .filter_map(|_| std::net::TcpStream::connect_timeout(&s.addr, Duration::from_secs(1)).ok())
+            .collect();
+        std::thread::sleep(Duration::from_millis(300)); // let the server accept what it can
+        for i in 1..20 {
+            first.send(req("GET", &format!("/f{i}.txt"), ""));
+            let r = first.response();
+            assert!(r.status == 200 || r.status == 503, "/f{i}.txt under exhaustion: {r:?}");
+            if r.status == 503 {
+                assert_eq!(r.header("retry-after"), Some("1"));
+                break; // the connection closes after a 503
+            }
+            assert_eq!(r.text(), format!("file {i}"));
+        }
+        drop(crowd);
+        let start = std::time::Instant::now();
+        let mut r = None;
+        while start.elapsed() < Duration::from_secs(10) {
+            let got = get(s.addr, "/f19.txt");
+            if got.status == 200 {
+                r = Some(got);
+                break;
+            }
+            assert_eq!(got.status, 503, "{got:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(r.expect("served again once the crowd left").text(), "file 19");
+    }
+
     /// `--max-connections-per-ip 2`: a third connection from the same address is answered 429
     /// with Retry-After and closed; once one of the two closes, a new one is served. (Not mp:
     /// there each worker process counts for itself, and serves one connection at a time.)
