@@ -247,8 +247,17 @@ pub struct Config {
 pub struct ConfigError(pub String);
 
 impl fmt::Display for ConfigError {
+    /// The message on one line: control characters a value brought in (a config file's
+    /// multi-line string, say) are shown escaped (found by the `config_file` fuzz target).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -716,6 +725,12 @@ mod tests {
         std::fs::write(&file, "listen = [\":0\", \"unix:/tmp/a.sock\"]\n").unwrap();
         let c = parse(&["--config", file.to_str().unwrap()]).unwrap();
         assert_eq!(c.listen.len(), 2);
+        std::fs::write(&file, "arch = \"\"\"ed\"\nhad\"\"\"\n").unwrap();
+        let e = parse(&["--config", file.to_str().unwrap()]).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown --arch 'ed\"\\nhad' (choose sped, amped, mt, pool, mp, uring or staged)"
+        );
         std::fs::write(&file, "bogus_key = 1\n").unwrap();
         let e = parse(&["--config", file.to_str().unwrap()]).unwrap_err().to_string();
         assert!(e.contains("invalid config file"), "{e}");
