@@ -41,7 +41,7 @@ pub enum Job {
         offset: u64,
         /// Length of the range.
         len: u64,
-        /// When the response began: helpers serve the oldest response first.
+        /// When the response began (transfers under way are served oldest first).
         since: Instant,
         /// Part of the body was sent already: a transfer under way, not a new request.
         continues: bool,
@@ -57,7 +57,7 @@ pub enum Job {
         len: u64,
         /// The response's pipe, empty; it comes back in [`JobDone::Filled`].
         pipe: PagePipe,
-        /// When the response began: helpers serve the oldest response first.
+        /// When the response began (transfers under way are served oldest first).
         since: Instant,
         /// Part of the body was sent already: a transfer under way, not a new request.
         continues: bool,

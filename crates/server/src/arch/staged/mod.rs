@@ -22,7 +22,7 @@
 //! (admission control). A cold chunk's job (`Job::Fill` or `Job::ReadAhead`, per
 //! `--read-path`) finding the read queue full is not refused — the response is already under
 //! way — the socket stage runs it itself, waiting for the disk as SPED would. Stage queues are
-//! FIFO, as SEDA's are (amped's read lane serves the oldest response first instead).
+//! FIFO, as SEDA's are (amped's read lane serves new requests and transfers under way in turn).
 //!
 //! One control thread ticks the thread-pool controllers. Each stage's threads, peak threads,
 //! queue length, batch factor, jobs and refusals are in the stats endpoint under `stages`.
