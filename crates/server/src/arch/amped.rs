@@ -14,10 +14,9 @@
 //! its chunks, nor can long transfers hold every helper from new requests.
 
 use super::event_loop::{EventLoop, JobRunner};
+use super::job_results::JobResults;
 use super::read_lane::ReadLane;
 use crate::pipeline::{Job, JobDone, Pipeline};
-use crate::stats::bump;
-use amped_sys::epoll::Waker;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use std::net::TcpListener;
 use std::os::fd::BorrowedFd;
@@ -29,16 +28,14 @@ use std::thread::JoinHandle;
 pub struct HelperPool {
     metadata: Option<Sender<(u64, Job)>>,
     data: Arc<ReadLane>,
-    results: Receiver<(u64, JobDone)>,
-    waker: Arc<Waker>,
+    results: JobResults,
     threads: Vec<JoinHandle<()>>,
 }
 
 impl HelperPool {
     /// Starts `n` helpers per lane running jobs of `pipeline`.
     pub fn start(pipeline: Arc<Pipeline>, n: usize) -> std::io::Result<Self> {
-        let (done_tx, done_rx) = unbounded();
-        let waker = Arc::new(Waker::new()?);
+        let (results, reporter) = JobResults::new()?;
         let mut threads = Vec::with_capacity(2 * n);
         let (meta_tx, meta_rx) = unbounded::<(u64, Job)>();
         let data = Arc::new(ReadLane::default());
@@ -47,21 +44,18 @@ impl HelperPool {
                 .into_iter()
                 .flat_map(|(name, lane)| (0..n).map(move |i| (format!("{name}-{i}"), lane.clone())))
         {
-            let (tx, waker, pipeline) = (done_tx.clone(), waker.clone(), pipeline.clone());
+            let (reporter, pipeline) = (reporter.clone(), pipeline.clone());
             let t = std::thread::Builder::new().name(name).spawn(move || {
                 while let Some((token, job)) = take.next() {
-                    let run = std::panic::AssertUnwindSafe(|| pipeline.run_job(job));
-                    let done = std::panic::catch_unwind(run).unwrap_or(JobDone::Failed);
-                    bump(pipeline.stats.jobs_helper());
-                    if tx.send((token, done)).is_err() {
+                    if !reporter.run(&pipeline, token, job) {
                         break;
                     }
-                    waker.wake();
+                    reporter.wake();
                 }
             })?;
             threads.push(t);
         }
-        Ok(HelperPool { metadata: Some(meta_tx), data, results: done_rx, waker, threads })
+        Ok(HelperPool { metadata: Some(meta_tx), data, results, threads })
     }
 }
 
@@ -97,15 +91,15 @@ impl JobRunner for HelperPool {
     }
 
     fn completed(&mut self, out: &mut Vec<(u64, JobDone)>) {
-        out.extend(self.results.try_iter());
+        self.results.collect(out);
     }
 
     fn waker(&self) -> Option<BorrowedFd<'_>> {
-        Some(self.waker.as_fd())
+        Some(self.results.waker())
     }
 
     fn drain_waker(&self) {
-        self.waker.drain();
+        self.results.drain_waker();
     }
 }
 

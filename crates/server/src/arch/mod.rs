@@ -7,6 +7,7 @@
 pub mod amped;
 pub mod blocking;
 pub mod event_loop;
+pub mod job_results;
 pub mod lifecycle;
 pub mod mp;
 pub mod mt;

@@ -31,10 +31,9 @@ mod control;
 mod stage;
 
 use super::event_loop::{EventLoop, JobRunner};
+use super::job_results::JobResults;
 use crate::pipeline::{Job, JobDone, Pipeline};
 use crate::stats::bump;
-use amped_sys::epoll::Waker;
-use crossbeam_channel::{Receiver, unbounded};
 use stage::{Core, Stage};
 use std::net::TcpListener;
 use std::os::fd::BorrowedFd;
@@ -47,8 +46,7 @@ use std::time::{Duration, Instant};
 pub struct Stages {
     resolve: Stage,
     read: Stage,
-    results: Receiver<(u64, JobDone)>,
-    waker: Arc<Waker>,
+    results: JobResults,
     controller: Option<JoinHandle<()>>,
     stop_controller: Arc<AtomicBool>,
     pipeline: Arc<Pipeline>,
@@ -58,11 +56,9 @@ pub struct Stages {
 impl Stages {
     /// Starts both job stages (one thread each) and their control thread.
     pub fn start(pipeline: Arc<Pipeline>) -> std::io::Result<Stages> {
-        let (done, results) = unbounded();
-        let waker = Arc::new(Waker::new()?);
+        let (results, reporter) = JobResults::new()?;
         let limits = pipeline.cfg.stages;
-        let stage =
-            |name| Stage::start(name, pipeline.clone(), limits, done.clone(), waker.clone());
+        let stage = |name| Stage::start(name, pipeline.clone(), limits, reporter.clone());
         let (resolve, read) = (stage("resolve")?, stage("read")?);
         let stop_controller = Arc::new(AtomicBool::new(false));
         let cores = [resolve.controller(), read.controller()];
@@ -74,7 +70,6 @@ impl Stages {
             resolve,
             read,
             results,
-            waker,
             controller: Some(controller),
             stop_controller,
             pipeline,
@@ -129,15 +124,15 @@ impl JobRunner for Stages {
     }
 
     fn completed(&mut self, out: &mut Vec<(u64, JobDone)>) {
-        out.extend(self.results.try_iter());
+        self.results.collect(out);
     }
 
     fn waker(&self) -> Option<BorrowedFd<'_>> {
-        Some(self.waker.as_fd())
+        Some(self.results.waker())
     }
 
     fn drain_waker(&self) {
-        self.waker.drain();
+        self.results.drain_waker();
     }
 }
 

@@ -10,14 +10,13 @@
 //! every change.
 
 use super::control::{BatchControl, IDLE_RETIRE, ThreadControl};
+use crate::arch::job_results::Reporter;
 use crate::cache::lock;
 use crate::config::StageLimits;
-use crate::pipeline::{Job, JobDone, Pipeline};
+use crate::pipeline::{Job, Pipeline};
 use crate::stats::{StageGauges, bump};
-use amped_sys::epoll::Waker;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
 use std::io;
-use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -36,8 +35,7 @@ pub struct Stage {
 /// What a stage's threads and its controller share.
 pub struct Core {
     queue: Receiver<Event>,
-    done: Sender<(u64, JobDone)>,
-    waker: Arc<Waker>,
+    reporter: Reporter,
     pipeline: Arc<Pipeline>,
     gauges: Arc<StageGauges>,
     threads: ThreadControl,
@@ -51,8 +49,7 @@ impl Stage {
         name: &'static str,
         pipeline: Arc<Pipeline>,
         limits: StageLimits,
-        done: Sender<(u64, JobDone)>,
-        waker: Arc<Waker>,
+        reporter: Reporter,
     ) -> io::Result<Stage> {
         let (jobs, queue) = bounded(limits.queue);
         let gauges = Arc::new(StageGauges::new(name));
@@ -60,8 +57,7 @@ impl Stage {
         pipeline.stats.register_stage(gauges.clone());
         let core = Arc::new(Core {
             queue,
-            done,
-            waker,
+            reporter,
             pipeline,
             gauges,
             threads: ThreadControl { min: 1, max: limits.threads_max },
@@ -155,15 +151,12 @@ impl Core {
         let p = &self.pipeline;
         for (token, job) in batch.drain(..) {
             // A bug hit by one job answers that request 500 instead of killing the thread.
-            let run = AssertUnwindSafe(|| p.run_job(job));
-            let done = std::panic::catch_unwind(run).unwrap_or(JobDone::Failed);
-            bump(p.stats.jobs_helper());
-            bump(&self.gauges.jobs);
-            if self.done.send((token, done)).is_err() {
+            if !self.reporter.run(p, token, job) {
                 return false;
             }
+            bump(&self.gauges.jobs);
         }
-        self.waker.wake();
+        self.reporter.wake();
         true
     }
 
