@@ -12,6 +12,7 @@ pub mod arch;
 pub mod cache;
 pub mod client_limits;
 pub mod config;
+pub mod debox;
 pub mod errlog;
 pub mod operator;
 pub mod pipeline;

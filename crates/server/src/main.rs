@@ -68,6 +68,10 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
         out.flush()?;
         announce(&cfg, &names);
     }
+    if let Some(d) = &cfg.debox {
+        amped::debox::start(d.stall);
+    }
+    let debox_out = cfg.debox.as_ref().and_then(|d| d.out.clone());
     let unix_paths = listeners.unix_paths.clone();
     let shutdown = signals.shutdown.clone();
     let counts = signals.counts.clone();
@@ -99,6 +103,10 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
     for path in unix_paths {
         let _ = std::fs::remove_file(path);
     }
+    let debox_written = match debox_out {
+        Some(path) => amped::debox::report::write_at_exit(&path, worker),
+        None => Ok(()),
+    };
     drop(server); // the last log handle: the writer thread flushes and ends
     if let Some(t) = log_thread {
         let _ = t.join();
@@ -106,7 +114,7 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
     if !worker {
         errlog::notice!("stopped");
     }
-    result
+    result.and(debox_written)
 }
 
 /// The start-up summary in the error log, and a warning if the root cannot be read.

@@ -17,7 +17,6 @@ use amped_sys::{residency, transmit};
 use std::cell::RefCell;
 use std::io::{self, ErrorKind, IoSlice};
 use std::os::fd::AsFd;
-use std::os::unix::fs::FileExt;
 use std::time::Instant;
 
 /// Largest body chunk tested for residency and sent in one `sendfile` call.
@@ -325,7 +324,7 @@ fn copy_chunk(
     BUF.with(|b| {
         let mut buf = b.borrow_mut();
         let want = chunk.min(buf.len() as u64) as usize;
-        let got = file.read_at(&mut buf[..want], pos).map_err(Stop::Failed)?;
+        let got = amped_sys::files::read_at(file, &mut buf[..want], pos).map_err(Stop::Failed)?;
         if got == 0 {
             return Ok(0);
         }

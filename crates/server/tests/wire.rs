@@ -71,6 +71,8 @@ mod caching_staleness;
 mod cli;
 #[path = "wire/conditional_range.rs"]
 mod conditional_range;
+#[path = "wire/debox.rs"]
+mod debox;
 #[path = "wire/error_pages.rs"]
 mod error_pages;
 #[path = "wire/framing.rs"]

@@ -4,6 +4,7 @@
 //! input or a writable socket is reported again on the next wait, so a step that stops early
 //! (e.g. to be fair to other connections) never loses a wake-up.
 
+use crate::debox::{About, Call, around};
 use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::event::{EventfdFlags, Timespec, eventfd};
 use std::io;
@@ -61,29 +62,41 @@ impl Poller {
     }
 
     /// Registers `fd` under `token`.
+    #[track_caller]
     pub fn add(&self, fd: impl AsFd, token: u64, interest: Interest) -> io::Result<()> {
-        Ok(epoll::add(&self.fd, fd, EventData::new_u64(token), interest.flags())?)
+        let data = EventData::new_u64(token);
+        Ok(around(Call::EpollCtl, About::Nothing, || {
+            epoll::add(&self.fd, fd, data, interest.flags())
+        })?)
     }
 
     /// Registers a listening socket shared between processes: `EPOLLEXCLUSIVE` wakes only one
     /// of the waiters per incoming connection (no thundering herd).
+    #[track_caller]
     pub fn add_exclusive(&self, fd: impl AsFd, token: u64) -> io::Result<()> {
         let flags = EventFlags::IN | EventFlags::EXCLUSIVE;
-        Ok(epoll::add(&self.fd, fd, EventData::new_u64(token), flags)?)
+        let data = EventData::new_u64(token);
+        Ok(around(Call::EpollCtl, About::Nothing, || epoll::add(&self.fd, fd, data, flags))?)
     }
 
     /// Changes what `fd` is polled for.
+    #[track_caller]
     pub fn modify(&self, fd: impl AsFd, token: u64, interest: Interest) -> io::Result<()> {
-        Ok(epoll::modify(&self.fd, fd, EventData::new_u64(token), interest.flags())?)
+        let data = EventData::new_u64(token);
+        Ok(around(Call::EpollCtl, About::Nothing, || {
+            epoll::modify(&self.fd, fd, data, interest.flags())
+        })?)
     }
 
     /// Stops polling `fd`. Closing a descriptor also removes it.
+    #[track_caller]
     pub fn delete(&self, fd: impl AsFd) -> io::Result<()> {
-        Ok(epoll::delete(&self.fd, fd)?)
+        Ok(around(Call::EpollCtl, About::Nothing, || epoll::delete(&self.fd, fd))?)
     }
 
     /// Waits up to `timeout` (forever if `None`) and returns the ready descriptors.
     /// EINTR is reported as an empty batch.
+    #[track_caller]
     pub fn wait(
         &mut self,
         timeout: Option<Duration>,
@@ -92,7 +105,11 @@ impl Poller {
             timeout.map(|d| Timespec { tv_sec: d.as_secs() as _, tv_nsec: d.subsec_nanos() as _ });
         self.events.clear();
         let cap = self.events.capacity();
-        match epoll::wait(&self.fd, rustix::buffer::spare_capacity(&mut self.events), ts.as_ref()) {
+        let events = &mut self.events;
+        let fd = &self.fd;
+        match around(Call::EpollWait, About::Nothing, || {
+            epoll::wait(fd, rustix::buffer::spare_capacity(events), ts.as_ref())
+        }) {
             Ok(_) => {}
             Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(e.into()),
@@ -124,13 +141,14 @@ impl Waker {
 
     /// Makes the eventfd readable. Never blocks (the counter saturating is not an error).
     pub fn wake(&self) {
-        let _ = rustix::io::write(&self.fd, &1u64.to_ne_bytes());
+        let _ =
+            around(Call::Wake, About::Nothing, || rustix::io::write(&self.fd, &1u64.to_ne_bytes()));
     }
 
     /// Resets the counter after a wake-up has been seen.
     pub fn drain(&self) {
         let mut buf = [0u8; 8];
-        let _ = rustix::io::read(&self.fd, &mut buf);
+        let _ = around(Call::Wake, About::Nothing, || rustix::io::read(&self.fd, &mut buf));
     }
 
     /// The descriptor, to register with a [`Poller`].

@@ -1,17 +1,60 @@
-//! Opening the files amped serves.
+//! Opening the files amped serves, and the other file-system calls of the request path
+//! (`stat`, `fstat`, `canonicalize`, `pread`) as thin wrappers, so that the DeBox profile
+//! ([`crate::debox`]) sees them like every other syscall. Only helpers and inline jobs (and the
+//! `fstat` of a cached descriptor) call these: most may wait for the disk.
 
-use std::fs::File;
+use crate::debox::{About, Call, around};
+use std::fs::{File, Metadata};
 use std::io;
-use std::path::Path;
+use std::os::fd::AsFd;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 
 /// Opens `path` read-only and close-on-exec, with `O_NONBLOCK`: should the path have been
 /// swapped for a FIFO since it was translated, the open must not wait for a writer. The flag
 /// has no effect on reads of regular files.
+#[track_caller]
 pub fn open_for_serving(path: &Path) -> io::Result<File> {
     use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd =
-        rustix::fs::open(path, OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty())?;
+        around(Call::Open, About::Path(path), || rustix::fs::open(path, flags, Mode::empty()))?;
     Ok(File::from(fd))
+}
+
+/// `fstat` of an open file.
+#[track_caller]
+pub fn fstat(file: &File) -> io::Result<Metadata> {
+    around(Call::Stat, About::Fd(file.as_fd()), || file.metadata())
+}
+
+/// `stat` of a path (following symlinks).
+#[track_caller]
+pub fn stat(path: &Path) -> io::Result<Metadata> {
+    around(Call::Stat, About::Path(path), || std::fs::metadata(path))
+}
+
+/// `realpath`: the path with every symlink and `..` resolved (a walk of `readlink`s/`stat`s).
+#[track_caller]
+pub fn canonicalize(path: &Path) -> io::Result<PathBuf> {
+    around(Call::Stat, About::Path(path), || std::fs::canonicalize(path))
+}
+
+/// `pread` of up to `buf.len()` bytes at `pos`.
+#[track_caller]
+pub fn read_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+    around(Call::FileRead, About::Fd(file.as_fd()), || file.read_at(buf, pos))
+}
+
+/// Reads `file` from its current position to its end, or `limit` bytes, whichever is first
+/// (`read`s until end of file; counted as one call).
+#[track_caller]
+pub fn read_up_to(file: &File, limit: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    around(Call::FileRead, About::Fd(file.as_fd()), || {
+        let mut buf = Vec::with_capacity(limit.min(1 << 16) as usize);
+        file.take(limit).read_to_end(&mut buf).map(|_| buf)
+    })
 }
 
 #[cfg(test)]

@@ -102,9 +102,12 @@ fn peer_or_unspecified(addr: Option<rustix::net::SocketAddrAny>) -> SocketAddr {
 /// Accepts one connection in a single `accept4` (non-blocking, close-on-exec; TCP_NODELAY is
 /// inherited from a listener made by [`bind`]). `WouldBlock` when the backlog is empty;
 /// `EMFILE`/`ENFILE` pass through so the caller can back off.
+#[track_caller]
 pub fn accept_nonblocking(listener: &TcpListener) -> io::Result<(std::net::TcpStream, SocketAddr)> {
+    use crate::debox::{About, Call, around};
     use rustix::net::{SocketFlags, acceptfrom_with};
-    let (fd, addr) = acceptfrom_with(listener, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC)?;
+    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+    let (fd, addr) = around(Call::Accept, About::Nothing, || acceptfrom_with(listener, flags))?;
     Ok((std::net::TcpStream::from(fd), peer_or_unspecified(addr)))
 }
 

@@ -7,6 +7,7 @@
 //! Flash's race), and then they are read from the disk twice. Pages held by a pipe are
 //! referenced, so reclaim cannot take them, and nothing is copied on the way.
 
+use crate::debox::{About, Call, around};
 use rustix::pipe::{PipeFlags, SpliceFlags};
 use std::fs::File;
 use std::io;
@@ -48,19 +49,17 @@ impl PagePipe {
     /// when the pipe is full. Returns the bytes moved (0: the file ended at `offset`, or the
     /// pipe had no room). Splicing from a file waits for the disk even on a non-blocking pipe
     /// (Linux ≥ 4.17).
+    #[track_caller]
     pub fn fill(&mut self, file: &File, offset: u64, len: usize) -> io::Result<usize> {
         let mut pos = offset;
         let want = len.min(self.capacity - self.held);
         let mut moved = 0;
         while moved < want {
-            match rustix::pipe::splice(
-                file,
-                Some(&mut pos),
-                &self.write,
-                None,
-                want - moved,
-                SpliceFlags::MOVE | SpliceFlags::NONBLOCK,
-            ) {
+            let flags = SpliceFlags::MOVE | SpliceFlags::NONBLOCK;
+            let pos = &mut pos;
+            match around(Call::SpliceIn, About::Fd(file.as_fd()), || {
+                rustix::pipe::splice(file, Some(pos), &self.write, None, want - moved, flags)
+            }) {
                 Ok(0) => break,
                 Ok(n) => {
                     moved += n;
@@ -76,12 +75,16 @@ impl PagePipe {
 
     /// Moves up to `len` held bytes into `sock` without blocking (`WouldBlock` when the socket
     /// is full); `more` tells the socket further data follows (`SPLICE_F_MORE`).
+    #[track_caller]
     pub fn drain_to(&mut self, sock: impl AsFd, len: usize, more: bool) -> io::Result<usize> {
         let mut flags = SpliceFlags::MOVE | SpliceFlags::NONBLOCK;
         if more {
             flags |= SpliceFlags::MORE;
         }
-        let n = rustix::pipe::splice(&self.read, None, sock, None, len.min(self.held), flags)?;
+        let (sock, len) = (sock.as_fd(), len.min(self.held));
+        let n = around(Call::SpliceOut, About::Fd(sock), || {
+            rustix::pipe::splice(&self.read, None, sock, None, len, flags)
+        })?;
         self.held -= n;
         Ok(n)
     }

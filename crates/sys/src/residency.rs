@@ -7,9 +7,10 @@
 //! `mincore(2)` on a mapping is the fallback for older kernels. `preadv2(RWF_NOWAIT)` was not
 //! chosen: it answers only by reading (copying) the data, and a short read says "partly".
 
+use crate::debox::{About, Call};
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 const PAGE: u64 = 4096;
@@ -35,7 +36,14 @@ struct Cachestat {
 
 /// True when every page of `file[offset .. offset+len]` is in the page cache.
 /// `len` must not reach past the end of the file (the caller knows the size).
+#[track_caller]
 pub fn is_resident(file: &File, offset: u64, len: u64) -> io::Result<bool> {
+    crate::debox::around(Call::Cachestat, About::Fd(file.as_fd()), || {
+        test_resident(file, offset, len)
+    })
+}
+
+fn test_resident(file: &File, offset: u64, len: u64) -> io::Result<bool> {
     if len == 0 {
         return Ok(true);
     }
@@ -102,8 +110,11 @@ fn mincore_resident(file: &File, off: u64, pages: u64) -> io::Result<bool> {
 
 /// Drops the file's pages from the page cache (`posix_fadvise(DONTNEED)`): how tests and the
 /// lab make a file cold without root. Dirty pages are not dropped, so sync first.
+#[track_caller]
 pub fn evict(file: &File) -> io::Result<()> {
-    rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)?;
+    crate::debox::around(Call::Fadvise, About::Fd(file.as_fd()), || {
+        rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)
+    })?;
     Ok(())
 }
 

@@ -359,10 +359,13 @@ impl Ring {
 
     /// Submits what is queued and waits until at least one completion is ready or `timeout`
     /// passes. A signal ends the wait early (not an error).
+    #[track_caller]
     pub fn submit_and_wait(&mut self, timeout: Duration) -> io::Result<()> {
+        use crate::debox::{About, Call, around};
         let ts = types::Timespec::from(timeout);
         let args = types::SubmitArgs::new().timespec(&ts);
-        match self.ring.submitter().submit_with_args(1, &args) {
+        let submitter = self.ring.submitter();
+        match around(Call::UringEnter, About::Nothing, || submitter.submit_with_args(1, &args)) {
             Ok(_) => Ok(()),
             Err(e)
                 if matches!(

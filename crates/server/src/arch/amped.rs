@@ -46,6 +46,7 @@ impl HelperPool {
         {
             let (reporter, pipeline) = (reporter.clone(), pipeline.clone());
             let t = std::thread::Builder::new().name(name).spawn(move || {
+                crate::debox::set_role(crate::debox::Role::Helper);
                 while let Some((token, job)) = take.next() {
                     if !reporter.run(&pipeline, token, job) {
                         break;

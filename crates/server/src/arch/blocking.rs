@@ -23,7 +23,7 @@ use crate::stats::{Stats, bump, drop_one};
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
 use amped_sys::listen::{is_fd_exhaustion, prepare_stream};
 use slab::Slab;
-use std::io::{self, ErrorKind, Read};
+use std::io::{self, ErrorKind};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -429,7 +429,7 @@ impl Blocking<'_> {
             let got = if step_aside {
                 read_now(self.sock, &mut self.buf[..want])
             } else {
-                self.sock.read(&mut self.buf[..want])
+                amped_sys::transmit::recv(self.sock, &mut self.buf[..want])
             };
             match got {
                 Ok(0) => return Wait::Closed,
@@ -473,9 +473,9 @@ fn timed_out(p: &Pipeline, sock: &TcpStream, phase: Phase, state: &ConnState) {
 }
 
 /// Reads what has already arrived, without waiting (`WouldBlock` when nothing has).
-fn read_now(mut sock: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+fn read_now(sock: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
     sock.set_nonblocking(true)?;
-    let got = sock.read(buf);
+    let got = amped_sys::transmit::recv(sock, buf);
     sock.set_nonblocking(false)?;
     got
 }

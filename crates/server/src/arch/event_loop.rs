@@ -16,7 +16,7 @@ use crate::transmit::{Outgoing, SendOptions, SendOutcome};
 use amped_sys::epoll::{Interest, Poller, Ready};
 use amped_sys::listen::{accept_nonblocking, is_fd_exhaustion};
 use slab::Slab;
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
@@ -71,7 +71,9 @@ pub struct EventLoop<R: JobRunner> {
 
 impl<R: JobRunner> EventLoop<R> {
     /// Sets up the loop on a non-blocking `listener`.
+    /// The calling thread becomes the loop (and is profiled as one).
     pub fn new(pipeline: Arc<Pipeline>, runner: R, listener: TcpListener) -> std::io::Result<Self> {
+        crate::debox::set_role(crate::debox::Role::Loop);
         listener.set_nonblocking(true)?;
         let poller = Poller::new(1024)?;
         poller.add(&listener, LISTENER, Interest::Read)?;
@@ -311,7 +313,7 @@ impl<R: JobRunner> EventLoop<R> {
         let conn = &mut self.conns[key];
         let want =
             conn.state.read_hint(self.pipeline.cfg.limits.max_head_bytes).min(self.scratch.len());
-        match (&conn.sock).read(&mut self.scratch[..want]) {
+        match amped_sys::transmit::recv(&conn.sock, &mut self.scratch[..want]) {
             Ok(0) => {
                 self.close(key);
                 false

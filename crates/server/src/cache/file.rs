@@ -96,7 +96,7 @@ impl FileEntry {
     /// `chown` changes its [`Access`] — then the file is opened again (as the server's user),
     /// and a file the server may no longer read is answered 403.
     pub fn unchanged(&self) -> bool {
-        match self.file.metadata() {
+        match amped_sys::files::fstat(&self.file) {
             Ok(m) => {
                 m.nlink() > 0
                     && m.ino() == self.ino

@@ -210,6 +210,18 @@ pub struct Args {
     /// Serve as root without the warning (e.g. in a container where root is unprivileged).
     #[arg(long)]
     pub allow_root: bool,
+    /// Profile every system call (DeBox, docs/DEBOX.md): per thread role and call site,
+    /// wall time, sleeps, faults; loop stalls. Served at `--stats-path` + `?debox`.
+    #[arg(long)]
+    pub debox: bool,
+    /// With --debox: an event-loop call taking this long or longer is recorded as a loop stall
+    /// [default: 1].
+    #[arg(long, value_name = "MS")]
+    pub debox_stall_ms: Option<f64>,
+    /// With --debox: write the profile (JSON) to this file at exit (an `mp` worker appends
+    /// `.PID`).
+    #[arg(long, value_name = "PATH")]
+    pub debox_out: Option<PathBuf>,
     /// Internal: run as an `mp` worker process serving an inherited listener.
     #[arg(long, hide = true)]
     #[serde(skip)]
@@ -277,7 +289,9 @@ impl Args {
             chroot,
             max_connections_per_ip,
             rate_limit_per_ip,
-            rate_limit_burst
+            rate_limit_burst,
+            debox_stall_ms,
+            debox_out
         );
         macro_rules! list {
             ($($f:ident),*) => { $( if self.$f.is_empty() { self.$f = file.$f; } )* };
@@ -294,7 +308,8 @@ impl Args {
             follow_outside_symlinks,
             listing,
             security_headers,
-            allow_root
+            allow_root,
+            debox
         );
         self
     }

@@ -222,6 +222,8 @@ pub struct Config {
     pub stats_path: Option<String>,
     /// Address of the separate stats listener.
     pub stats_listen: Option<std::net::SocketAddr>,
+    /// The DeBox profile (`--debox`), if on.
+    pub debox: Option<DeboxOptions>,
     /// Inherited listener descriptor (mp worker processes).
     pub worker_fd: Option<i32>,
     /// Response features: pre-compressed variants, headers, error pages, SPA fallback.
@@ -240,6 +242,15 @@ pub struct Config {
     pub max_connections_per_ip: Option<u32>,
     /// Requests a second one client address may send (`None`: unlimited).
     pub rate_limit_per_ip: Option<Rate>,
+}
+
+/// How the DeBox profile runs (docs/DEBOX.md).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeboxOptions {
+    /// Loop calls this long or longer are stalls.
+    pub stall: Duration,
+    /// Where the profile is written at exit.
+    pub out: Option<PathBuf>,
 }
 
 /// A configuration error: one line for the user.
@@ -428,6 +439,18 @@ impl Config {
                 (root, jail, None)
             }
         };
+        if !a.debox && (a.debox_stall_ms.is_some() || a.debox_out.is_some()) {
+            return err("--debox-stall-ms and --debox-out need --debox");
+        }
+        let debox = match a.debox_stall_ms.unwrap_or(1.0) {
+            ms if !(0.0..1e7).contains(&ms) => {
+                return err("--debox-stall-ms must be a number of milliseconds (0 or more)");
+            }
+            ms => a.debox.then(|| DeboxOptions {
+                stall: Duration::from_secs_f64(ms / 1e3),
+                out: a.debox_out.clone(),
+            }),
+        };
         Ok(Config {
             root,
             root_link,
@@ -485,6 +508,7 @@ impl Config {
             listing: a.listing,
             stats_path,
             stats_listen,
+            debox,
             worker_fd: a.worker_fd,
             response: ResponseOptions::resolve(&response::ResponseArgs {
                 precompressed: a.precompressed.as_deref(),
@@ -607,6 +631,21 @@ mod tests {
             Limits::default(),
             "8192-byte heads, 4096-byte lines, 64 header lines"
         );
+    }
+
+    #[test]
+    fn debox_is_off_by_default_and_its_options_need_it() {
+        assert_eq!(parse(&["."]).unwrap().debox, None);
+        let on = parse(&[".", "--debox", "--debox-stall-ms", "0.5", "--debox-out", "p.json"]);
+        let d = on.unwrap().debox.unwrap();
+        assert_eq!(d.stall, Duration::from_micros(500));
+        assert_eq!(d.out, Some(PathBuf::from("p.json")));
+        assert_eq!(
+            parse(&[".", "--debox"]).unwrap().debox.unwrap().stall,
+            Duration::from_millis(1)
+        );
+        assert!(parse(&[".", "--debox-out", "p.json"]).unwrap_err().0.contains("need --debox"));
+        assert!(parse(&[".", "--debox", "--debox-stall-ms=-1"]).is_err());
     }
 
     #[test]

@@ -13,8 +13,7 @@ use crate::config::Config;
 use amped_sys::pipe::PagePipe;
 use amped_sys::residency;
 use std::fs::File;
-use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -171,7 +170,7 @@ impl Job {
 /// pressure, lets its pages go (one copy is enough; see [`crate::cache::pages`]).
 fn open_file(path: &Path, cfg: &Config, pages: &PagePolicy) -> io::Result<FileEntry> {
     let file = amped_sys::files::open_for_serving(path)?;
-    let meta = file.metadata()?;
+    let meta = amped_sys::files::fstat(&file)?;
     if !meta.is_file() {
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, "not a regular file"));
     }
@@ -222,8 +221,7 @@ impl Resolved {
 
 /// Reads the whole file if it still fits in `limit` bytes (it may have grown since `stat`).
 fn read_small(file: &File, limit: u64) -> io::Result<Option<Arc<[u8]>>> {
-    let mut buf = Vec::with_capacity(limit.min(1 << 16) as usize);
-    file.take(limit + 1).read_to_end(&mut buf)?;
+    let buf = amped_sys::files::read_up_to(file, limit + 1)?;
     Ok((buf.len() as u64 <= limit).then(|| Arc::from(buf)))
 }
 
@@ -238,7 +236,7 @@ fn read_ahead(file: &File, offset: u64, len: u64) {
         let end = offset + len;
         while pos < end {
             let n = (end - pos).min(buf.len() as u64) as usize;
-            match file.read_at(&mut buf[..n], pos) {
+            match amped_sys::files::read_at(file, &mut buf[..n], pos) {
                 Ok(0) | Err(_) => break,
                 Ok(k) => pos += k as u64,
             }

@@ -372,7 +372,11 @@ impl Pipeline {
         if let Some(sp) = &self.cfg.stats_path
             && h.target.split('?').next() == Some(sp.as_str())
         {
-            let json = self.stats.to_json().into_bytes();
+            let json = match h.target.split_once('?') {
+                Some((_, "debox")) => crate::debox::report::endpoint(),
+                _ => self.stats.to_json(),
+            }
+            .into_bytes();
             return Step::Respond(self.generated(
                 &req,
                 StatusCode::OK,

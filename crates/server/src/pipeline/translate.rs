@@ -82,7 +82,7 @@ pub fn translate(req: &TranslateRequest<'_>) -> Translation {
         Ok(p) => p,
         Err(t) => return t,
     };
-    let meta = match std::fs::metadata(&real) {
+    let meta = match amped_sys::files::stat(&real) {
         Ok(m) => m,
         Err(e) => return from_io(&e, &real),
     };
@@ -122,7 +122,7 @@ fn file(req: &TranslateRequest<'_>, real: PathBuf) -> Translation {
 }
 
 fn canonical_inside(req: &TranslateRequest<'_>, p: &Path) -> Result<PathBuf, Translation> {
-    let real = std::fs::canonicalize(p).map_err(|e| from_io(&e, p))?;
+    let real = amped_sys::files::canonicalize(p).map_err(|e| from_io(&e, p))?;
     if !req.follow_outside && !real.starts_with(req.root) {
         // A symlink leads out of the document root: indistinguishable from absent.
         return Err(Translation::NotFound);

@@ -152,6 +152,7 @@ impl UringLoop {
     }
 
     fn run(mut self, shutdown: &AtomicBool) -> io::Result<()> {
+        crate::debox::set_role(crate::debox::Role::Loop);
         if let Some(w) = self.helpers.waker() {
             self.ring.poll_readable(WAKER, w);
         }

@@ -1,0 +1,163 @@
+//! Loop stalls: calls on an event-loop thread that took longer than the threshold, kept in a
+//! bounded ring of the most recent ones with what each was about and why it waited, plus
+//! counts per call that are never dropped.
+
+use amped_sys::debox::{About, Call, Sample, describe_fd};
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Mutex, PoisonError};
+use std::time::SystemTime;
+
+/// How many recent stalls are kept.
+pub const RECENT: usize = 64;
+
+/// One stall.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stall {
+    /// When it ended (Unix time, ms).
+    pub at_unix_ms: u64,
+    /// The call.
+    pub call: &'static str,
+    /// The amped source line that made it.
+    pub site: String,
+    /// The file or peer it was about.
+    pub about: String,
+    /// Its wall time, ms.
+    pub ms: f64,
+    /// What the profile could tell about why it waited.
+    pub reason: String,
+}
+
+/// Every stall seen.
+#[derive(Default, Debug, Serialize)]
+pub struct Stalls {
+    /// Stalls in all.
+    pub count: u64,
+    /// Stalls per call.
+    pub by_call: BTreeMap<&'static str, u64>,
+    /// The most recent, oldest first.
+    pub recent: VecDeque<Stall>,
+}
+
+static STALLS: Mutex<Stalls> =
+    Mutex::new(Stalls { count: 0, by_call: BTreeMap::new(), recent: VecDeque::new() });
+
+/// Records `s` as a stall (call this while the call's descriptor is still open).
+pub fn record(s: &Sample<'_>) {
+    let stall = Stall {
+        at_unix_ms: SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
+        call: s.call.name(),
+        site: format!("{}:{}", s.site.file(), s.site.line()),
+        about: match s.about {
+            About::Nothing => String::new(),
+            About::Fd(fd) => describe_fd(fd),
+            About::Path(p) => p.display().to_string(),
+        },
+        ms: s.wall.as_secs_f64() * 1e3,
+        reason: reason(s),
+    };
+    let mut all = STALLS.lock().unwrap_or_else(PoisonError::into_inner);
+    all.count += 1;
+    *all.by_call.entry(stall.call).or_default() += 1;
+    if all.recent.len() == RECENT {
+        all.recent.pop_front();
+    }
+    all.recent.push_back(stall);
+}
+
+/// A copy of what was recorded.
+pub fn snapshot() -> Stalls {
+    let all = STALLS.lock().unwrap_or_else(PoisonError::into_inner);
+    Stalls { count: all.count, by_call: all.by_call.clone(), recent: all.recent.clone() }
+}
+
+/// Why a call waited, as far as its sample tells.
+pub fn reason(s: &Sample<'_>) -> String {
+    if matches!(s.errno, Some(e) if e == EMFILE || e == ENFILE) {
+        return "descriptor limit (EMFILE/ENFILE)".into();
+    }
+    let Some(u) = s.usage else {
+        return "not probed (socket calls are only timed): preempted or a slow kernel path".into();
+    };
+    let slept_ms = s.slept().unwrap_or_default().as_secs_f64() * 1e3;
+    if u.major_faults > 0 {
+        return format!(
+            "{} major page fault(s): waited {slept_ms:.2} ms for the disk",
+            u.major_faults
+        );
+    }
+    if u.vol_switches > 0 && s.call.reads_file_data() {
+        return format!(
+            "page-cache miss: slept {} time(s), {slept_ms:.2} ms, waiting for the disk",
+            u.vol_switches
+        );
+    }
+    if u.blkio_ns > 0 {
+        return format!("block I/O wait {:.2} ms", u.blkio_ns as f64 / 1e6);
+    }
+    if u.vol_switches > 0 {
+        let what = if s.call == Call::Open || s.call == Call::Stat {
+            "metadata read or inode lock"
+        } else {
+            "a lock or I/O"
+        };
+        return format!("slept {} time(s), {slept_ms:.2} ms ({what})", u.vol_switches);
+    }
+    let wall = s.wall.as_nanos() as u64;
+    if u.run_delay_ns * 2 > wall {
+        return format!("waited {:.2} ms for a CPU (run queue)", u.run_delay_ns as f64 / 1e6);
+    }
+    if u.invol_switches > 0 {
+        return "preempted".into();
+    }
+    format!("busy in the kernel {:.2} ms (on CPU)", u.cpu_ns as f64 / 1e6)
+}
+
+const EMFILE: i32 = 24;
+const ENFILE: i32 = 23;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amped_sys::debox::Usage;
+    use std::panic::Location;
+    use std::time::Duration;
+
+    fn sample(call: Call, usage: Option<Usage>, errno: Option<i32>) -> Sample<'static> {
+        Sample {
+            call,
+            site: Location::caller(),
+            wall: Duration::from_millis(4),
+            usage,
+            errno,
+            about: About::Nothing,
+        }
+    }
+
+    #[test]
+    fn reasons_name_the_disk_the_descriptor_limit_and_the_cpu() {
+        let slept = Usage { vol_switches: 3, cpu_ns: 100_000, ..Usage::default() };
+        assert!(reason(&sample(Call::Sendfile, Some(slept), None)).starts_with("page-cache miss"));
+        assert!(reason(&sample(Call::Open, Some(slept), None)).contains("inode lock"));
+        assert!(reason(&sample(Call::Accept, None, Some(EMFILE))).contains("descriptor limit"));
+        let queued = Usage { run_delay_ns: 3_000_000, ..Usage::default() };
+        assert!(reason(&sample(Call::FileRead, Some(queued), None)).contains("for a CPU"));
+        let fault = Usage { major_faults: 1, ..Usage::default() };
+        assert!(reason(&sample(Call::FileRead, Some(fault), None)).contains("major page fault"));
+        assert!(reason(&sample(Call::Writev, None, None)).starts_with("not probed"));
+    }
+
+    #[test]
+    fn the_ring_keeps_the_latest_and_counts_all() {
+        let before = snapshot().count;
+        for _ in 0..RECENT + 3 {
+            record(&sample(Call::SpliceOut, None, None));
+        }
+        let s = snapshot();
+        assert_eq!(s.count, before + RECENT as u64 + 3);
+        assert_eq!(s.recent.len(), RECENT);
+        assert!(s.by_call["splice_out"] >= RECENT as u64 + 3);
+    }
+}
