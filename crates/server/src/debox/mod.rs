@@ -22,7 +22,8 @@ use std::time::Duration;
 pub enum Role {
     /// An event loop (sped, amped, uring): it must never block.
     Loop,
-    /// A helper of an event loop (amped): blocking is its job.
+    /// A helper of an event loop (amped's helpers, staged's job-stage threads): blocking is
+    /// its job.
     Helper,
     /// A thread or process serving connections with blocking calls (mt, pool, mp), or any
     /// thread that did not say.

@@ -41,7 +41,7 @@ arch_tests! {
         assert_eq!(p["stall_threshold_ms"], 1.0, "{p}");
         let (role, call_name) = match arch[1] {
             "uring" => ("loop", "io_uring_enter"),
-            "sped" | "amped" => ("loop", "writev"),
+            "sped" | "amped" | "staged" => ("loop", "writev"),
             _ => ("worker", "writev"),
         };
         let row = call(&p, role, call_name).unwrap_or_else(|| panic!("no {role} {call_name}: {p}"));
@@ -106,7 +106,17 @@ fn sped_loop_stalls_on_an_evicted_file() {
 /// blocks, and the loop makes none of the calls that read a cold file into memory.
 #[test]
 fn amped_helper_blocks_instead_of_the_loop() {
-    let p = fetch_cold("amped");
+    helper_blocks_instead_of_the_loop("amped");
+}
+
+/// Staged's job-stage threads do the same for its socket stage.
+#[test]
+fn staged_stage_thread_blocks_instead_of_the_loop() {
+    helper_blocks_instead_of_the_loop("staged");
+}
+
+fn helper_blocks_instead_of_the_loop(arch: &str) {
+    let p = fetch_cold(arch);
     let fill = call(&p, "helper", "splice_in").unwrap_or_else(|| panic!("no helper fill: {p}"));
     assert!(num(fill, "blocked") >= 1, "the helper's fill did not wait for the disk: {fill}");
     for c in ["splice_in", "file_read", "open", "stat"] {

@@ -105,9 +105,12 @@ impl Core {
         let n = self.gauges.threads.fetch_add(1, Ordering::Relaxed) + 1;
         self.gauges.peak_threads.fetch_max(n, Ordering::Relaxed);
         let core = self.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("{}-{n}", self.gauges.name))
-            .spawn(move || core.work());
+        let spawned = std::thread::Builder::new().name(format!("{}-{n}", self.gauges.name)).spawn(
+            move || {
+                crate::debox::set_role(crate::debox::Role::Helper);
+                core.work()
+            },
+        );
         match spawned {
             Ok(handle) => {
                 let mut handles = lock(&self.handles);
