@@ -19,6 +19,7 @@ pub mod pipeline;
 pub mod sd_notify;
 pub mod stats;
 pub mod stats_listener;
+pub mod timeline;
 pub mod transmit;
 
 /// The `Server` header value.

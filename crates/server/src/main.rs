@@ -71,6 +71,14 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
     if let Some(d) = &cfg.debox {
         amped::debox::start(d.stall);
     }
+    let _slow_log_thread = match &cfg.slow_log {
+        Some(s) => {
+            let (log, thread) = amped::timeline::slowlog::SlowLog::open(&s.path)?;
+            amped::timeline::start(s.threshold, s.sample, log);
+            Some(thread)
+        }
+        None => None,
+    };
     let debox_out = cfg.debox.as_ref().and_then(|d| d.out.clone());
     let unix_paths = listeners.unix_paths.clone();
     let shutdown = signals.shutdown.clone();

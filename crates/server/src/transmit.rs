@@ -103,6 +103,9 @@ impl Outgoing {
     /// Takes the result of the job a [`SendOutcome::NotResident`] named: a filled pipe is
     /// sent from next, a read-ahead chunk is sent without testing again.
     pub fn resume(&mut self, done: JobDone) {
+        if let Some(t) = self.resp.timeline.as_mut() {
+            t.chunk_back(if matches!(done, JobDone::Filled(..)) { "fill" } else { "read_ahead" });
+        }
         match done {
             JobDone::Filled(pipe, Ok(n)) if n > 0 => self.pipe = Some(pipe),
             JobDone::Filled(pipe, result) => {
@@ -129,6 +132,9 @@ impl Outgoing {
     /// Sends as much as the socket takes.
     pub fn send(&mut self, sock: impl AsFd, opts: SendOptions, p: &Pipeline) -> SendOutcome {
         let sock = sock.as_fd();
+        if let Some(t) = self.resp.timeline.as_mut() {
+            t.writable_again();
+        }
         if let Some(e) = self.failed.take() {
             return SendOutcome::Failed(e);
         }
@@ -145,8 +151,18 @@ impl Outgoing {
             match step {
                 Ok(true) => return SendOutcome::Done,
                 Ok(false) => continue,
-                Err(Stop::WouldBlock) => return SendOutcome::WouldBlock,
-                Err(Stop::NotResident(job)) => return SendOutcome::NotResident(job),
+                Err(Stop::WouldBlock) => {
+                    if let Some(t) = self.resp.timeline.as_mut() {
+                        t.unwritable();
+                    }
+                    return SendOutcome::WouldBlock;
+                }
+                Err(Stop::NotResident(job)) => {
+                    if let Some(t) = self.resp.timeline.as_mut() {
+                        t.job_submitted();
+                    }
+                    return SendOutcome::NotResident(job);
+                }
                 Err(Stop::Failed(e)) => return SendOutcome::Failed(e),
             }
         }
@@ -159,15 +175,18 @@ impl Outgoing {
         body: &[u8],
     ) -> Result<bool, Stop> {
         let head = &self.resp.head[self.head_sent..];
+        let head_len = head.len();
         if head.is_empty() && body.is_empty() {
             return Ok(true);
         }
+        let t0 = self.clock();
         let n = transmit::write_vectored(sock, &[IoSlice::new(head), IoSlice::new(body)])
             .map_err(Stop::from)?;
-        let from_head = n.min(head.len());
+        self.sent("writev", n, t0);
+        let from_head = n.min(head_len);
         self.head_sent += from_head;
         self.body_sent += (n - from_head) as u64;
-        Ok(from_head == head.len() && n - from_head == body.len())
+        Ok(from_head == head_len && n - from_head == body.len())
     }
 
     /// One syscall's worth of a file response. Ok(true) when all is sent.
@@ -182,17 +201,21 @@ impl Outgoing {
         let remaining = len - self.body_sent;
         let pos = offset + self.body_sent;
         if self.head_sent < self.resp.head.len() {
+            let t0 = self.clock();
             let head = &self.resp.head[self.head_sent..];
-            self.head_sent += transmit::send(sock, head, remaining > 0).map_err(Stop::from)?;
+            let n = transmit::send(sock, head, remaining > 0).map_err(Stop::from)?;
+            self.sent("send", n, t0);
+            self.head_sent += n;
             return Ok(remaining == 0 && self.head_sent == self.resp.head.len());
         }
         if remaining == 0 {
             return Ok(true);
         }
         let chunk = remaining.min(CHUNK);
-        let n = if let Some(pipe) = self.pipe.as_mut().filter(|pipe| pipe.held() > 0) {
+        let t0 = self.clock();
+        let (kind, n) = if let Some(pipe) = self.pipe.as_mut().filter(|pipe| pipe.held() > 0) {
             let held = pipe.held() as u64;
-            pipe.drain_to(sock, held as usize, remaining > held).map_err(Stop::from)?
+            ("splice", pipe.drain_to(sock, held as usize, remaining > held).map_err(Stop::from)?)
         } else if opts.residency_test
             && pos + chunk > self.resident_until
             && (self.met_disk || !self.test_residency(&file, pos, chunk, p))
@@ -206,10 +229,12 @@ impl Outgoing {
             return Err(Stop::NotResident(self.cold_chunk_job(file, pos, remaining, opts)));
         } else if opts.zero_copy {
             let mut off = pos;
-            transmit::sendfile(sock, &file.file, &mut off, chunk as usize).map_err(Stop::from)?
+            let n = transmit::sendfile(sock, &file.file, &mut off, chunk as usize);
+            ("sendfile", n.map_err(Stop::from)?)
         } else {
-            copy_chunk(sock, &file.file, pos, chunk)?
+            ("read+send", copy_chunk(sock, &file.file, pos, chunk)?)
         };
+        self.sent(kind, n, t0);
         if n == 0 {
             return Err(Stop::Failed(io::Error::new(
                 ErrorKind::UnexpectedEof,
@@ -230,6 +255,18 @@ impl Outgoing {
 }
 
 impl Outgoing {
+    /// The clock, when this response keeps a timeline.
+    fn clock(&self) -> Option<Instant> {
+        self.resp.timeline.as_ref().map(|_| Instant::now())
+    }
+
+    /// Notes a send call of `kind` that moved `n` bytes since `t0` on the timeline.
+    fn sent(&mut self, kind: &'static str, n: usize, t0: Option<Instant>) {
+        if let (Some(t), Some(t0)) = (self.resp.timeline.as_mut(), t0) {
+            t.send(kind, n, t0.elapsed());
+        }
+    }
+
     /// The residency test of `file[pos .. pos+chunk]`; true when it may be sent now (resident,
     /// or the test cannot tell). A miss is counted and reported to the page policy.
     fn test_residency(
@@ -239,7 +276,15 @@ impl Outgoing {
         chunk: u64,
         p: &Pipeline,
     ) -> bool {
-        match residency::is_resident(&file.file, pos, chunk) {
+        let t0 = self.clock();
+        let resident = residency::is_resident(&file.file, pos, chunk);
+        if let (Some(t), Some(t0)) = (self.resp.timeline.as_mut(), t0)
+            && matches!(resident, Ok(false))
+        {
+            // Only misses are steps: hits would split a run of sends into many steps.
+            t.step("residency", t0.elapsed(), Some("miss"));
+        }
+        match resident {
             Ok(false) => {
                 bump(p.stats.residency_misses());
                 p.caches.pages.note_miss(file.size);

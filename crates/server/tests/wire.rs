@@ -101,6 +101,8 @@ mod real_client;
 mod reliability;
 #[path = "wire/response_headers.rs"]
 mod response_headers;
+#[path = "wire/slow_log.rs"]
+mod slow_log;
 #[path = "wire/staged_specific.rs"]
 mod staged_specific;
 #[path = "wire/uring_specific.rs"]

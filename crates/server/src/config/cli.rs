@@ -222,6 +222,16 @@ pub struct Args {
     /// `.PID`).
     #[arg(long, value_name = "PATH")]
     pub debox_out: Option<PathBuf>,
+    /// Per-request timelines: requests slower than --slow-request-ms (and one in
+    /// --slow-sample of the others) are written here, one JSON line each (off by default).
+    #[arg(long, value_name = "PATH")]
+    pub slow_log: Option<PathBuf>,
+    /// With --slow-log: a request taking this long or longer is logged [default: 100].
+    #[arg(long, value_name = "MS")]
+    pub slow_request_ms: Option<f64>,
+    /// With --slow-log: also log one in N of the other requests; 0 = none [default: 0].
+    #[arg(long, value_name = "N")]
+    pub slow_sample: Option<u64>,
     /// Internal: run as an `mp` worker process serving an inherited listener.
     #[arg(long, hide = true)]
     #[serde(skip)]
@@ -291,7 +301,10 @@ impl Args {
             rate_limit_per_ip,
             rate_limit_burst,
             debox_stall_ms,
-            debox_out
+            debox_out,
+            slow_log,
+            slow_request_ms,
+            slow_sample
         );
         macro_rules! list {
             ($($f:ident),*) => { $( if self.$f.is_empty() { self.$f = file.$f; } )* };

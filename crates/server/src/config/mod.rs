@@ -222,6 +222,8 @@ pub struct Config {
     pub stats_path: Option<String>,
     /// Address of the separate stats listener.
     pub stats_listen: Option<std::net::SocketAddr>,
+    /// The slow-request log (`--slow-log`), if on.
+    pub slow_log: Option<SlowLogOptions>,
     /// The DeBox profile (`--debox`), if on.
     pub debox: Option<DeboxOptions>,
     /// Inherited listener descriptor (mp worker processes).
@@ -242,6 +244,17 @@ pub struct Config {
     pub max_connections_per_ip: Option<u32>,
     /// Requests a second one client address may send (`None`: unlimited).
     pub rate_limit_per_ip: Option<Rate>,
+}
+
+/// Which requests the slow-request log gets (docs/DEBOX.md).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlowLogOptions {
+    /// The log file.
+    pub path: PathBuf,
+    /// Requests this long or longer are logged.
+    pub threshold: Duration,
+    /// One in this many of the others is logged too (0: none).
+    pub sample: u64,
 }
 
 /// How the DeBox profile runs (docs/DEBOX.md).
@@ -451,6 +464,18 @@ impl Config {
                 out: a.debox_out.clone(),
             }),
         };
+        if a.slow_log.is_none() && (a.slow_request_ms.is_some() || a.slow_sample.is_some()) {
+            return err("--slow-request-ms and --slow-sample need --slow-log");
+        }
+        let slow_ms = a.slow_request_ms.unwrap_or(100.0);
+        if !(0.0..1e9).contains(&slow_ms) {
+            return err("--slow-request-ms must be a number of milliseconds (0 or more)");
+        }
+        let slow_log = a.slow_log.clone().map(|path| SlowLogOptions {
+            path,
+            threshold: Duration::from_secs_f64(slow_ms / 1e3),
+            sample: a.slow_sample.unwrap_or(0),
+        });
         Ok(Config {
             root,
             root_link,
@@ -509,6 +534,7 @@ impl Config {
             stats_path,
             stats_listen,
             debox,
+            slow_log,
             worker_fd: a.worker_fd,
             response: ResponseOptions::resolve(&response::ResponseArgs {
                 precompressed: a.precompressed.as_deref(),
@@ -646,6 +672,21 @@ mod tests {
         );
         assert!(parse(&[".", "--debox-out", "p.json"]).unwrap_err().0.contains("need --debox"));
         assert!(parse(&[".", "--debox", "--debox-stall-ms=-1"]).is_err());
+    }
+
+    #[test]
+    fn the_slow_log_is_off_by_default_and_its_options_need_it() {
+        assert_eq!(parse(&["."]).unwrap().slow_log, None);
+        let on =
+            parse(&[".", "--slow-log", "s.log", "--slow-request-ms", "20", "--slow-sample", "8"]);
+        let s = on.unwrap().slow_log.unwrap();
+        assert_eq!((s.threshold, s.sample), (Duration::from_millis(20), 8));
+        assert_eq!(
+            parse(&[".", "--slow-log", "s"]).unwrap().slow_log.unwrap().threshold.as_millis(),
+            100
+        );
+        assert!(parse(&[".", "--slow-sample", "2"]).unwrap_err().0.contains("need --slow-log"));
+        assert!(parse(&[".", "--slow-log", "s", "--slow-request-ms=nan"]).is_err());
     }
 
     #[test]

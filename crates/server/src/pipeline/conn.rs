@@ -6,6 +6,7 @@ use super::Request;
 use crate::client_limits::ConnectionSlot;
 use amped_http::ChunkedDiscard;
 use std::net::SocketAddr;
+use std::time::Instant;
 
 /// Protocol state of one connection.
 #[derive(Debug)]
@@ -26,6 +27,8 @@ pub struct ConnState {
     pub(super) served: u64,
     /// Where the connection stands with `--max-connections-per-ip`.
     pub(super) admission: Admission,
+    /// When the first byte of the request now arriving was read (`--slow-log` only).
+    pub(super) first_byte: Option<Instant>,
 }
 
 /// A connection's standing with the per-address connection limit.
@@ -54,6 +57,7 @@ impl ConnState {
             closing: false,
             served: 0,
             admission: Admission::Unchecked,
+            first_byte: None,
         }
     }
 
@@ -70,6 +74,9 @@ impl ConnState {
 
     /// Appends received bytes.
     pub fn received(&mut self, bytes: &[u8]) {
+        if self.inbuf.is_empty() && self.discard == 0 && crate::timeline::on() {
+            self.first_byte = Some(Instant::now());
+        }
         self.inbuf.extend_from_slice(bytes);
     }
 

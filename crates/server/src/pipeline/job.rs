@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A blocking operation.
 #[derive(Debug)]
@@ -93,8 +93,19 @@ pub struct Resolved {
     pub file: Option<io::Result<FileEntry>>,
     /// The listing page, for `Translation::Listing` (or why the directory could not be read).
     pub listing: Option<io::Result<Vec<u8>>>,
-    /// When the file system was consulted.
+    /// When the file system was consulted (the job's end).
     pub at: Instant,
+    /// When it ran and how long its open took (`--slow-log` only).
+    pub times: Option<Box<JobTimes>>,
+}
+
+/// When a resolve job ran, for the request's timeline.
+#[derive(Debug)]
+pub struct JobTimes {
+    /// When the job began running.
+    pub ran_from: Instant,
+    /// How long its `open`/`fstat` (and small-body read) took, if it opened a file.
+    pub open: Option<Duration>,
 }
 
 impl Job {
@@ -103,6 +114,7 @@ impl Job {
     pub fn run(self, cfg: &Config, pages: &PagePolicy) -> JobDone {
         match self {
             Job::Resolve { url_path, rel, trailing_slash, known } => {
+                let ran_from = Instant::now();
                 let translated_now = known.is_none();
                 let translation = known.unwrap_or_else(|| {
                     let root = match cfg.current_root() {
@@ -119,10 +131,12 @@ impl Job {
                         precompressed: &cfg.response.precompressed,
                     })
                 });
+                let opening = Instant::now();
                 let file = match &translation {
                     Translation::File(p, _) => Some(open_file(p, cfg, pages)),
                     _ => None,
                 };
+                let open_time = file.is_some().then(|| opening.elapsed());
                 let listing = match &translation {
                     Translation::Listing(dir) => {
                         Some(super::listing::render(dir, &url_path, cfg.dotfiles))
@@ -136,6 +150,8 @@ impl Job {
                     file,
                     listing,
                     at: Instant::now(),
+                    times: crate::timeline::on()
+                        .then(|| Box::new(JobTimes { ran_from, open: open_time })),
                 })
             }
             Job::ReadAhead { file, offset, len, .. } => {
@@ -215,6 +231,7 @@ impl Resolved {
             file: Some(file),
             listing: None,
             at,
+            times: None,
         }
     }
 }

@@ -21,13 +21,15 @@ use crate::cache::{Caches, FileEntry, FileLookup, PathLookup, lock};
 use crate::client_limits::ClientLimits;
 use crate::config::Config;
 use crate::stats::{Stats, bump};
+use crate::timeline::Timeline;
 use amped_http::{
     AcceptEncoding, Encoding, EncodingSet, Method, RequestHead, StatusCode, TargetPath, Version,
 };
+use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Longest raw request line kept for the access log of a refused request.
 const RAW_LINE_MAX: usize = 2048;
@@ -64,6 +66,8 @@ pub struct Response {
     pub status: u16,
     /// Access-log record, when the access log is on.
     pub log: Option<Box<crate::access_log::LogRecord>>,
+    /// Where the request's time went (`--slow-log` only).
+    pub timeline: Option<Box<Timeline>>,
 }
 
 /// Where a response body comes from.
@@ -118,6 +122,8 @@ pub struct Request {
     substitute: Substitute,
     /// For a request refused before it was parsed: its raw first line, for the logs.
     raw_line: Option<String>,
+    /// Its timeline until the response takes it (`--slow-log` only).
+    timeline: RefCell<Option<Box<Timeline>>>,
 }
 
 /// The request pipeline of one server instance: configuration, caches, counters, access log.
@@ -180,6 +186,7 @@ impl Pipeline {
         if c.inbuf.is_empty() {
             return if draining && c.served > 0 { Step::Close } else { Step::NeedMore };
         }
+        let parse_from = crate::timeline::on().then(Instant::now);
         match amped_http::parse_request(&c.inbuf, &self.cfg.limits) {
             Ok(None) => Step::NeedMore,
             Err(e) => {
@@ -198,7 +205,12 @@ impl Pipeline {
                 c.inbuf.drain(..head.head_len);
                 c.served += 1;
                 let keep_alive = head.keep_alive && !draining;
+                let timeline = parse_from.map(|t| {
+                    let line = format!("{} {}", head.method_raw, head.target);
+                    Timeline::begin(c.first_byte.take(), t, c.peer, line)
+                });
                 let req = Request::new(head, c.peer, keep_alive);
+                req.timeline.replace(timeline);
                 if let Some(limits) = &self.limits
                     && let Some(retry_after) = over_limit(limits, c)
                 {
@@ -219,7 +231,12 @@ impl Pipeline {
             return Step::Close; // no request was waiting: an architecture bug, fail safe
         };
         let r = match done {
-            JobDone::Resolved(r) => r,
+            JobDone::Resolved(r) => {
+                if let Some(times) = &r.times {
+                    req.with_timeline(|t| t.resolved(times.ran_from, r.at, times.open));
+                }
+                r
+            }
             JobDone::Refused => {
                 c.closing = true;
                 return Step::Respond(self.error_with(
@@ -321,6 +338,9 @@ impl Pipeline {
     pub fn complete(&self, resp: &Response, body_sent: u64) {
         if let Some(rec) = &resp.log {
             self.log.log(rec, body_sent);
+        }
+        if let Some(t) = &resp.timeline {
+            crate::timeline::finish(t, resp.status, body_sent);
         }
     }
 
@@ -428,11 +448,13 @@ impl Pipeline {
         match translation {
             Some(t) => {
                 bump(self.stats.path_cache_hits());
+                req.with_timeline(|tl| tl.step("path_cache", Duration::ZERO, Some("hit")));
                 self.after_translation(c, req, t)
             }
             None => {
                 if self.caches.paths.is_some() {
                     bump(self.stats.path_cache_misses());
+                    req.with_timeline(|t| t.step("path_cache", Duration::ZERO, Some("miss")));
                 }
                 self.park(c, req, url_path, None)
             }
@@ -523,6 +545,7 @@ impl Pipeline {
             trailing_slash: target.trailing_slash,
             known,
         };
+        req.with_timeline(Timeline::job_submitted);
         c.pending = Some(req);
         Step::Block(job)
     }
@@ -601,6 +624,13 @@ impl Request {
         req
     }
 
+    /// Adds to the request's timeline, if it has one.
+    fn with_timeline(&self, f: impl FnOnce(&mut Timeline)) {
+        if let Some(t) = self.timeline.borrow_mut().as_mut() {
+            f(t);
+        }
+    }
+
     /// A stand-in for a request that could not be parsed (for error responses and logs).
     fn unparsed(peer: SocketAddr) -> Request {
         let head = RequestHead {
@@ -640,6 +670,7 @@ impl Request {
             vary: false,
             substitute: Substitute::None,
             raw_line: None,
+            timeline: RefCell::new(None),
         }
     }
 }

@@ -233,7 +233,8 @@ impl super::Pipeline {
                 user_agent: req.head.user_agent.clone(),
             })
         });
-        Response { head, body, close: !req.keep_alive, status: status.as_u16(), log }
+        let timeline = req.timeline.borrow_mut().take();
+        Response { head, body, close: !req.keep_alive, status: status.as_u16(), log, timeline }
     }
 }
 
