@@ -14,6 +14,7 @@ pub mod client_limits;
 pub mod config;
 pub mod debox;
 pub mod errlog;
+pub mod metrics;
 pub mod operator;
 pub mod pipeline;
 pub mod sd_notify;

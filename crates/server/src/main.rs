@@ -71,6 +71,9 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
     if let Some(d) = &cfg.debox {
         amped::debox::start(d.stall);
     }
+    if cfg.metrics_path.is_some() {
+        amped::metrics::start();
+    }
     let _slow_log_thread = match &cfg.slow_log {
         Some(s) => {
             let (log, thread) = amped::timeline::slowlog::SlowLog::open(&s.path)?;

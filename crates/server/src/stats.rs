@@ -171,6 +171,12 @@ impl Stats {
         }
     }
 
+    /// The counter called `name` (one of [`NAMES`]), summed over every slot when shared; 0
+    /// for a name that is not a counter.
+    pub fn total_named(&self, name: &str) -> u64 {
+        NAMES.iter().position(|n| *n == name).map_or(0, |i| self.total(i))
+    }
+
     /// The server's counters as a JSON object.
     pub fn to_json(&self) -> String {
         let mut out = String::from("{");

@@ -48,6 +48,7 @@ impl HelperPool {
             let t = std::thread::Builder::new().name(name).spawn(move || {
                 crate::debox::set_role(crate::debox::Role::Helper);
                 while let Some((token, job)) = take.next() {
+                    crate::metrics::helper_queue(-1);
                     if !reporter.run(&pipeline, token, job) {
                         break;
                     }
@@ -81,6 +82,7 @@ impl Lane {
 
 impl JobRunner for HelperPool {
     fn submit(&mut self, token: u64, job: Job) -> Option<JobDone> {
+        crate::metrics::helper_queue(1);
         match job {
             Job::Resolve { .. } => {
                 let tx = self.metadata.as_ref().expect("helpers run until the pool is dropped");

@@ -222,6 +222,11 @@ pub struct Args {
     /// `.PID`).
     #[arg(long, value_name = "PATH")]
     pub debox_out: Option<PathBuf>,
+    /// URL path that answers with Prometheus text metrics: latency histograms (per request
+    /// and per step), helper queue depth, residency misses, loop stalls, connections, bytes
+    /// sent, disk reads (off by default).
+    #[arg(long, value_name = "URLPATH")]
+    pub metrics_path: Option<String>,
     /// Per-request timelines: requests slower than --slow-request-ms (and one in
     /// --slow-sample of the others) are written here, one JSON line each (off by default).
     #[arg(long, value_name = "PATH")]
@@ -302,6 +307,7 @@ impl Args {
             rate_limit_burst,
             debox_stall_ms,
             debox_out,
+            metrics_path,
             slow_log,
             slow_request_ms,
             slow_sample

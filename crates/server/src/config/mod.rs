@@ -222,6 +222,8 @@ pub struct Config {
     pub stats_path: Option<String>,
     /// Address of the separate stats listener.
     pub stats_listen: Option<std::net::SocketAddr>,
+    /// URL path of the Prometheus metrics.
+    pub metrics_path: Option<String>,
     /// The slow-request log (`--slow-log`), if on.
     pub slow_log: Option<SlowLogOptions>,
     /// The DeBox profile (`--debox`), if on.
@@ -424,6 +426,15 @@ impl Config {
             }
             other => other,
         };
+        let metrics_path = match a.metrics_path {
+            Some(p) if !p.starts_with('/') => {
+                return err(format!("--metrics-path '{p}' must start with '/'"));
+            }
+            Some(p) if stats_path.as_ref() == Some(&p) => {
+                return err("--metrics-path and --stats-path must differ");
+            }
+            other => other,
+        };
         let read_path = match a.read_path.as_deref() {
             None => ReadPath::Pipe,
             Some(s) => ReadPath::parse(s).ok_or_else(|| {
@@ -534,6 +545,7 @@ impl Config {
             stats_path,
             stats_listen,
             debox,
+            metrics_path,
             slow_log,
             worker_fd: a.worker_fd,
             response: ResponseOptions::resolve(&response::ResponseArgs {

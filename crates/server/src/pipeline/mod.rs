@@ -406,6 +406,19 @@ impl Pipeline {
                 false,
             ));
         }
+        if let Some(mp) = &self.cfg.metrics_path
+            && h.target.split('?').next() == Some(mp.as_str())
+        {
+            let text = crate::metrics::render(&self.stats).into_bytes();
+            return Step::Respond(self.generated(
+                &req,
+                StatusCode::OK,
+                b"Cache-Control: no-store\r\n",
+                "text/plain; version=0.0.4; charset=utf-8",
+                text,
+                false,
+            ));
+        }
         let target = match amped_http::normalize_target(&h.target) {
             Ok(t) => t,
             Err(_) => return Step::Respond(self.error(&req, StatusCode::BAD_REQUEST)),

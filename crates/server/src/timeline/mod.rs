@@ -4,8 +4,9 @@
 //! A request slower than `--slow-request-ms`, or picked by the 1-in-`--slow-sample` sample,
 //! becomes one JSON line in the slow log ([`slowlog`]), which an operator can `tail -f`.
 //!
-//! Off unless `--slow-log` is given; then every request carries a [`Timeline`] (a few clock
-//! reads and one small allocation), and only the slow or sampled ones are written.
+//! Off unless `--slow-log` or `--metrics-path` is given; then every request carries a
+//! [`Timeline`] (a few clock reads and one small allocation), only the slow or sampled ones
+//! are written, and every one feeds the metrics' histograms.
 
 pub mod slowlog;
 
@@ -172,12 +173,17 @@ pub fn on() -> bool {
     ON.load(Ordering::Relaxed)
 }
 
-/// Turns timelines on: requests of `threshold` or longer, and one in `sample` of the others
-/// (0: none), are written to `log`.
+/// Turns timelines on for the slow log: requests of `threshold` or longer, and one in
+/// `sample` of the others (0: none), are written to `log`.
 pub fn start(threshold: Duration, sample: u64, log: slowlog::SlowLog) {
     if SETTINGS.set(Settings { threshold, sample, log }).is_ok() {
         ON.store(true, Ordering::Relaxed);
     }
+}
+
+/// Turns timelines on for the metrics' histograms (every request is observed there).
+pub fn keep() {
+    ON.store(true, Ordering::Relaxed);
 }
 
 /// One slow-log line.
@@ -198,8 +204,11 @@ struct Line<'a> {
 /// The request is done (`status`, `bytes` body bytes sent): writes its line if it was slow
 /// or sampled.
 pub fn finish(t: &Timeline, status: u16, bytes: u64) {
-    let Some(s) = SETTINGS.get() else { return };
     let total = t.elapsed();
+    if crate::metrics::on() {
+        crate::metrics::observe_request(total, &t.steps, bytes);
+    }
+    let Some(s) = SETTINGS.get() else { return };
     let why = if total >= s.threshold {
         "slow"
     } else if s.sample > 0 && SEEN.fetch_add(1, Ordering::Relaxed).is_multiple_of(s.sample) {

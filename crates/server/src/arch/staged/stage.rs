@@ -72,7 +72,10 @@ impl Stage {
     pub fn offer(&self, token: u64, job: Job) -> Result<(), Job> {
         let jobs = self.jobs.as_ref().expect("the queue is open until the stage is dropped");
         let result = match jobs.try_send((token, job)) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                crate::metrics::helper_queue(1);
+                Ok(())
+            }
             Err(TrySendError::Full((_, job)) | TrySendError::Disconnected((_, job))) => {
                 bump(&self.core.gauges.refused);
                 Err(job)
@@ -140,6 +143,7 @@ impl Core {
             batch.extend(self.queue.try_iter().take(want - 1));
             self.gauges.queue.store(self.queue.len() as u64, Ordering::Relaxed);
             let (started, taken) = (Instant::now(), batch.len());
+            crate::metrics::helper_queue(-(taken as i64));
             if !self.run_batch(&mut batch) {
                 break;
             }
