@@ -24,6 +24,8 @@ pub struct Stall {
     pub about: String,
     /// Its wall time, ms.
     pub ms: f64,
+    /// Whether the call is one that can wait for the disk (and was probed).
+    pub disk_call: bool,
     /// What the profile could tell about why it waited.
     pub reason: String,
 }
@@ -33,14 +35,21 @@ pub struct Stall {
 pub struct Stalls {
     /// Stalls in all.
     pub count: u64,
+    /// Of those, in calls that can wait for the disk (the rest are socket calls, slowed by
+    /// preemption or a busy machine rather than the disk).
+    pub in_disk_calls: u64,
     /// Stalls per call.
     pub by_call: BTreeMap<&'static str, u64>,
     /// The most recent, oldest first.
     pub recent: VecDeque<Stall>,
 }
 
-static STALLS: Mutex<Stalls> =
-    Mutex::new(Stalls { count: 0, by_call: BTreeMap::new(), recent: VecDeque::new() });
+static STALLS: Mutex<Stalls> = Mutex::new(Stalls {
+    count: 0,
+    in_disk_calls: 0,
+    by_call: BTreeMap::new(),
+    recent: VecDeque::new(),
+});
 
 /// Records `s` as a stall (call this while the call's descriptor is still open).
 pub fn record(s: &Sample<'_>) {
@@ -56,10 +65,12 @@ pub fn record(s: &Sample<'_>) {
             About::Path(p) => p.display().to_string(),
         },
         ms: s.wall.as_secs_f64() * 1e3,
+        disk_call: s.call.may_sleep_on_disk(),
         reason: reason(s),
     };
     let mut all = STALLS.lock().unwrap_or_else(PoisonError::into_inner);
     all.count += 1;
+    all.in_disk_calls += u64::from(stall.disk_call);
     *all.by_call.entry(stall.call).or_default() += 1;
     if all.recent.len() == RECENT {
         all.recent.pop_front();
@@ -70,7 +81,12 @@ pub fn record(s: &Sample<'_>) {
 /// A copy of what was recorded.
 pub fn snapshot() -> Stalls {
     let all = STALLS.lock().unwrap_or_else(PoisonError::into_inner);
-    Stalls { count: all.count, by_call: all.by_call.clone(), recent: all.recent.clone() }
+    Stalls {
+        count: all.count,
+        in_disk_calls: all.in_disk_calls,
+        by_call: all.by_call.clone(),
+        recent: all.recent.clone(),
+    }
 }
 
 /// Why a call waited, as far as its sample tells.
@@ -79,7 +95,9 @@ pub fn reason(s: &Sample<'_>) -> String {
         return "descriptor limit (EMFILE/ENFILE)".into();
     }
     let Some(u) = s.usage else {
-        return "not probed (socket calls are only timed): preempted or a slow kernel path".into();
+        return "socket call, timed only (it never waits for the disk): preempted or waiting \
+                for a CPU on a busy machine, or a slow kernel path"
+            .into();
     };
     let slept_ms = s.slept().unwrap_or_default().as_secs_f64() * 1e3;
     if u.major_faults > 0 {
@@ -146,7 +164,7 @@ mod tests {
         assert!(reason(&sample(Call::FileRead, Some(queued), None)).contains("for a CPU"));
         let fault = Usage { major_faults: 1, ..Usage::default() };
         assert!(reason(&sample(Call::FileRead, Some(fault), None)).contains("major page fault"));
-        assert!(reason(&sample(Call::Writev, None, None)).starts_with("not probed"));
+        assert!(reason(&sample(Call::Writev, None, None)).starts_with("socket call"));
     }
 
     #[test]

@@ -75,24 +75,24 @@ impl Entry {
     /// Adds one sample (`stall`: it was recorded as a loop stall).
     pub fn add(&mut self, s: &Sample<'_>, stall: bool) {
         let ns = s.wall.as_nanos() as u64;
-        let mut one = Entry::new(self.role, self.call, self.site);
-        one.count = 1;
-        one.errors = u64::from(s.errno.is_some());
-        (one.total_ns, one.max_ns) = (ns, ns);
-        one.stalls = u64::from(stall);
-        if let (Some(u), Some(slept)) = (s.usage, s.slept()) {
-            let slept = slept.as_nanos() as u64;
-            one.probed = 1;
-            one.blocked = u64::from(s.blocked());
-            (one.slept_ns, one.max_slept_ns) = (slept, slept);
-            one.vol_switches = u.vol_switches;
-            one.invol_switches = u.invol_switches;
-            one.major_faults = u.major_faults;
-            one.minor_faults = u.minor_faults;
-            one.run_delay_ns = u.run_delay_ns;
-            one.blkio_ns = u.blkio_ns;
-        }
-        self.merge(&one);
+        self.count += 1;
+        self.errors += u64::from(s.errno.is_some());
+        self.total_ns += ns;
+        self.max_ns = self.max_ns.max(ns);
+        self.stalls += u64::from(stall);
+        let (Some(u), Some(slept)) = (s.usage, s.slept()) else { return };
+        let slept = slept.as_nanos() as u64;
+        let mut probe = Entry::new(self.role, self.call, self.site);
+        probe.probed = 1;
+        probe.blocked = u64::from(s.blocked());
+        (probe.slept_ns, probe.max_slept_ns) = (slept, slept);
+        probe.vol_switches = u.vol_switches;
+        probe.invol_switches = u.invol_switches;
+        probe.major_faults = u.major_faults;
+        probe.minor_faults = u.minor_faults;
+        probe.run_delay_ns = u.run_delay_ns;
+        probe.blkio_ns = u.blkio_ns;
+        self.merge(&probe);
     }
 
     /// Adds another entry's totals.

@@ -112,6 +112,7 @@ pub fn render(stats: &Stats) -> String {
     for (name, h) in STEPS.iter().zip(&STEP_TIMES) {
         h.render(&mut out, "amped_request_step_duration_seconds", &format!("step=\"{name}\""));
     }
+    let stalls = crate::debox::stalls::snapshot();
     for (name, kind, help, v) in [
         ("amped_requests_total", "counter", "Responses started.", stats.total_named("requests")),
         (
@@ -154,7 +155,13 @@ pub fn render(stats: &Stats) -> String {
             "amped_loop_stalls_total",
             "counter",
             "Event-loop calls slower than --debox-stall-ms (counted with --debox only).",
-            crate::debox::stalls::snapshot().count,
+            stalls.count,
+        ),
+        (
+            "amped_loop_disk_stalls_total",
+            "counter",
+            "Of the loop stalls, those in calls that can wait for the disk (with --debox only).",
+            stalls.in_disk_calls,
         ),
     ] {
         family(&mut out, name, kind, help);
