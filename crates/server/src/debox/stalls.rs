@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
-/// How many recent stalls are kept.
+/// How many recent stalls are kept, of each kind (disk calls, other calls).
 pub const RECENT: usize = 64;
 
 /// One stall.
@@ -42,6 +42,9 @@ pub struct Stalls {
     pub by_call: BTreeMap<&'static str, u64>,
     /// The most recent, oldest first.
     pub recent: VecDeque<Stall>,
+    /// The most recent in calls that can wait for the disk, oldest first (kept apart so that
+    /// many short socket stalls on a busy machine do not push them out).
+    pub recent_disk: VecDeque<Stall>,
 }
 
 static STALLS: Mutex<Stalls> = Mutex::new(Stalls {
@@ -49,6 +52,7 @@ static STALLS: Mutex<Stalls> = Mutex::new(Stalls {
     in_disk_calls: 0,
     by_call: BTreeMap::new(),
     recent: VecDeque::new(),
+    recent_disk: VecDeque::new(),
 });
 
 /// Records `s` as a stall (call this while the call's descriptor is still open).
@@ -72,10 +76,11 @@ pub fn record(s: &Sample<'_>) {
     all.count += 1;
     all.in_disk_calls += u64::from(stall.disk_call);
     *all.by_call.entry(stall.call).or_default() += 1;
-    if all.recent.len() == RECENT {
-        all.recent.pop_front();
+    let ring = if stall.disk_call { &mut all.recent_disk } else { &mut all.recent };
+    if ring.len() == RECENT {
+        ring.pop_front();
     }
-    all.recent.push_back(stall);
+    ring.push_back(stall);
 }
 
 /// A copy of what was recorded.
@@ -86,6 +91,7 @@ pub fn snapshot() -> Stalls {
         in_disk_calls: all.in_disk_calls,
         by_call: all.by_call.clone(),
         recent: all.recent.clone(),
+        recent_disk: all.recent_disk.clone(),
     }
 }
 
@@ -176,6 +182,10 @@ mod tests {
         let s = snapshot();
         assert_eq!(s.count, before + RECENT as u64 + 3);
         assert_eq!(s.recent.len(), RECENT);
+        record(&sample(Call::SpliceIn, None, None));
+        let s = snapshot();
+        assert_eq!(s.recent.len(), RECENT, "a disk stall goes to its own ring");
+        assert_eq!(s.recent_disk.back().unwrap().call, "splice_in");
         assert!(s.by_call["splice_out"] >= RECENT as u64 + 3);
     }
 }

@@ -101,7 +101,7 @@ fn sped_loop_stalls_on_an_evicted_file() {
         .map(|row| num(row, "blocked"))
         .sum();
     assert!(blocked >= 1, "sped's loop never blocked reading the cold file: {p}");
-    let recent = p["stalls"]["recent"].as_array().unwrap();
+    let recent = p["stalls"]["recent_disk"].as_array().unwrap();
     let miss = recent.iter().find(|s| {
         DISK_CALLS.contains(&s["call"].as_str().unwrap())
             && s["about"].as_str().unwrap().ends_with("big.bin")
@@ -131,7 +131,7 @@ fn helper_blocks_instead_of_the_loop(arch: &str) {
     for c in ["splice_in", "file_read", "open", "stat"] {
         assert!(call(&p, "loop", c).is_none(), "amped's loop made a {c} call: {p}");
     }
-    let stalls = p["stalls"]["recent"].as_array().unwrap();
+    let stalls = p["stalls"]["recent_disk"].as_array().unwrap();
     assert!(
         !stalls
             .iter()
