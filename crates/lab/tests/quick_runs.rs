@@ -161,6 +161,9 @@ fn disk_bound_quick() {
     assert_eq!(none["read_amplification"], "", "no disk counters without a slow disk");
     assert!(setup["parameters"]["rate"].as_f64().is_some_and(|r| r > 0.0));
     assert!(run.read("summary.md").contains("measured latency histogram"));
+    // Both are amped architectures, so both were profiled while measured.
+    let who = summary.split("## Who blocked where").nth(1).expect("a who-blocked-where section");
+    assert!(who.contains("| amped |") && who.contains("| sped |"), "{who}");
 }
 
 #[test]

@@ -84,6 +84,9 @@ pub struct DiskCell {
     pub slowdisk: Option<crate::slowdisk::Snapshot>,
     /// Latency over time (windowed runs only).
     pub windows: Vec<Window>,
+    /// amped: who blocked where while measured (its DeBox profile's difference).
+    #[serde(default)]
+    pub debox: Option<super::debox_probe::Blocking>,
     pub raw: Value,
 }
 
@@ -189,6 +192,7 @@ impl DiskCell {
             timeouts: 0,
             slowdisk: None,
             windows: Vec::new(),
+            debox: None,
             raw: Value::Null,
         }
     }
@@ -601,6 +605,7 @@ pub fn run_one_watched(
     started: &mut dyn FnMut(&RunningServer),
 ) -> DiskCell {
     let mut cell = DiskCell::new(&spec.label, &emu.name);
+    let spec = &super::debox_probe::profiled(spec);
     let session = match Session::open(lab, emu, spec, root, probe, tag) {
         Ok(s) => s,
         Err(e) => {
@@ -621,8 +626,12 @@ pub fn run_one_watched(
         warm_sent = warm.sent;
     }
     let before = session.mark();
+    let port = session.server.port;
+    let profile_before =
+        super::debox_probe::is_profiled(spec).then(|| super::debox_probe::fetch(port)).flatten();
     let phase = session.ampload(load, &load.measure_urls, load.duration_s);
     let after = session.mark();
+    cell.debox = profile_before.and_then(|b| super::debox_probe::fetch(port).map(|a| a.since(&b)));
     cell.error = phase.failure();
     cell.measured_s = phase.secs;
     cell.timeouts = phase.timeouts;

@@ -3,6 +3,7 @@
 
 pub mod all;
 pub mod capacity;
+pub mod debox_probe;
 pub mod disk_bound;
 pub mod diskrun;
 pub mod linux_comparison;

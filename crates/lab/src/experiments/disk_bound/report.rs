@@ -6,6 +6,7 @@ use super::standing::{self, Entry, Standing};
 use super::{ModelRun, Params, Row};
 use crate::datasets::specweb;
 use crate::diskemu::Method;
+use crate::experiments::debox_probe;
 use crate::experiments::diskrun::{CELL_COLUMNS, DiskCell, Workload};
 use crate::experiments::{Lab, failures_section};
 use crate::load::Measurement;
@@ -441,7 +442,31 @@ fn section(
         s.push_str(&format!("### Compared with the paper ({top} req/s)\n\n"));
         s.push_str(&comparison(run, labels, top, quick));
     }
+    s.push_str(&who_blocked(run, labels));
     s
+}
+
+/// "Who blocked where": each amped server's DeBox profile over its last measured fixed-rate
+/// run at the highest rate (peers are not profiled yet).
+fn who_blocked(run: &ModelRun, labels: &[String]) -> String {
+    let top = top_rate(run);
+    let found: Vec<(String, debox_probe::Blocking, f64, u64)> = labels
+        .iter()
+        .filter_map(|l| {
+            let r = run.rows.iter().rev().find(|r| {
+                r.phase == "fixed-rate" && &r.cell.server == l && (top.is_none() || r.rate == top)
+            })?;
+            let requests = r.cell.measurement.as_ref().map_or(0, |m| m.requests);
+            Some((l.clone(), r.cell.debox.clone()?, r.cell.measured_s, requests))
+        })
+        .collect();
+    if found.is_empty() {
+        return String::new();
+    }
+    format!(
+        "### Who blocked where (amped's DeBox profile, last measured run)\n\n{}\nLoop asleep % is the share of the measured time the event loop slept inside system calls (near 0 it should be: every sleep there stalls every connection); helpers asleep is the helper threads' sleeping time per second, summed (sleeping is their job). The peers are not profiled yet (`perf trace -s` from outside is the next step). Fields: docs/DEBOX.md.\n\n",
+        debox_probe::table(&found)
+    )
 }
 
 /// The table of one rate.
