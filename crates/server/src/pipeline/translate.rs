@@ -113,7 +113,7 @@ fn file(req: &TranslateRequest<'_>, real: PathBuf) -> Translation {
     let mut variants = EncodingSet::EMPTY;
     for &e in req.precompressed {
         let found = canonical_inside(req, &variant_path(&real, e))
-            .is_ok_and(|v| std::fs::metadata(v).is_ok_and(|m| m.is_file()));
+            .is_ok_and(|v| amped_sys::files::stat(&v).is_ok_and(|m| m.is_file()));
         if found {
             variants.insert(e);
         }
