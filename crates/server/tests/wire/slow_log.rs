@@ -29,7 +29,7 @@ fn steps(line: &Value) -> Vec<&str> {
 
 arch_tests! {
     /// With a 1-in-1 sample every request is a line: what was asked, status, bytes, its
-    /// request time and its steps (parse first; a path-cache miss then a hit).
+    /// request time and its steps (parse, and the first request's path-cache miss).
     fn sampled_requests_are_lines_with_their_steps(arch) {
         let dir = temp_dir();
         let log = dir.path().join("slow.log");
@@ -55,8 +55,10 @@ arch_tests! {
             .flat_map(|l| l["steps"].as_array().unwrap())
             .filter(|s| s["step"] == "path_cache")
             .collect();
+        // The first request misses the path cache (lines may come in either order: under
+        // the thread architectures each connection's thread writes its own line).
         if arch[1] != "uring" {
-            assert_eq!(caches.first().map(|s| &s["note"]), Some(&Value::from("miss")), "{got:?}");
+            assert!(caches.iter().any(|s| s["note"] == "miss"), "{got:?}");
         }
     }
 
