@@ -53,6 +53,20 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
         _ => None,
     };
     let (log, log_thread) = AccessLogger::start(&cfg.access_log, cfg.access_log_format)?;
+    if let Some(d) = &cfg.debox {
+        amped::debox::start(d.stall);
+    }
+    if cfg.metrics_path.is_some() {
+        amped::metrics::start();
+    }
+    let _slow_log_thread = match &cfg.slow_log {
+        Some(s) => {
+            let (log, thread) = amped::timeline::slowlog::SlowLog::open(&s.path)?;
+            amped::timeline::start(s.threshold, s.sample, log);
+            Some(thread)
+        }
+        None => None,
+    };
     // Bound and logs opened: now stop being root (nothing after this needs it).
     arch::privileges::give_up(&cfg)?;
     let worker = cfg.worker_fd.is_some();
@@ -68,20 +82,6 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
         out.flush()?;
         announce(&cfg, &names);
     }
-    if let Some(d) = &cfg.debox {
-        amped::debox::start(d.stall);
-    }
-    if cfg.metrics_path.is_some() {
-        amped::metrics::start();
-    }
-    let _slow_log_thread = match &cfg.slow_log {
-        Some(s) => {
-            let (log, thread) = amped::timeline::slowlog::SlowLog::open(&s.path)?;
-            amped::timeline::start(s.threshold, s.sample, log);
-            Some(thread)
-        }
-        None => None,
-    };
     let debox_out = cfg.debox.as_ref().and_then(|d| d.out.clone());
     let unix_paths = listeners.unix_paths.clone();
     let shutdown = signals.shutdown.clone();
