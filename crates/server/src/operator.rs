@@ -231,6 +231,9 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         response.spa_fallback => "--spa-fallback",
         stats_listen => "--stats-listen",
         server_header => "--server-header",
+        debox => "--debox/--debox-stall-ms/--debox-out",
+        metrics_path => "--metrics-path",
+        slow_log => "--slow-log/--slow-request-ms/--slow-sample",
     );
     if (old.access_log == AccessLog::Off) != (new.access_log == AccessLog::Off) {
         out.push("--access-log (turning it on or off)");
