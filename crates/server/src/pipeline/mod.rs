@@ -713,6 +713,7 @@ mod tests {
                 file: None,
                 listing: None,
                 at: Instant::now(),
+                times: None,
             };
             match p.resume(&mut c, JobDone::Resolved(resolved)) {
                 Step::Respond(r) => r,
