@@ -53,13 +53,26 @@ pub fn binary() -> OsString {
     std::env::var_os("AMPED_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_amped").into())
 }
 
-/// A fresh temporary directory on the real disk (the target directory, not tmpfs), so that
-/// page-cache eviction behaves as on a real server.
+/// A fresh temporary directory on the real disk (not tmpfs), so that page-cache eviction
+/// behaves as on a real server: under `/var/tmp` where it exists, else the target directory.
+/// It is made world-traversable (0755), as `/var/tmp` is, so that a server that has dropped
+/// privileges (`--user nobody`) can reach its root wherever the checkout lives.
 pub fn temp_dir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("wire-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("create temp dir")
+    use std::os::unix::fs::PermissionsExt;
+    let var_tmp = Path::new("/var/tmp");
+    let parent = if var_tmp.is_dir() { var_tmp } else { Path::new(env!("CARGO_TARGET_TMPDIR")) };
+    let dir =
+        tempfile::Builder::new().prefix("amped-wire-").tempdir_in(parent).expect("create temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// Whether a process of another user (no group in common) can execute `path`: every
+/// directory above it searchable and the file executable by others.
+pub fn others_can_execute(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).map(|m| m.permissions().mode()).unwrap_or(0);
+    mode(path) & 0o001 != 0 && path.ancestors().skip(1).all(|d| mode(d) & 0o001 != 0)
 }
 
 impl Server {

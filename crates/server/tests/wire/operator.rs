@@ -202,6 +202,14 @@ fn unreadable_root_is_reported() {
         eprintln!("skipped: needs root to start the server as nobody");
         return;
     }
+    let bin = std::path::PathBuf::from(binary());
+    if !others_can_execute(&bin) {
+        eprintln!(
+            "skipped: nobody cannot reach {} (a directory above it is private)",
+            bin.display()
+        );
+        return;
+    }
     let logs = Logs::new("");
     std::fs::set_permissions(
         logs.error.parent().unwrap(),
