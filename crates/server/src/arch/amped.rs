@@ -19,7 +19,6 @@ use super::read_lane::ReadLane;
 use crate::pipeline::{Job, JobDone, Pipeline};
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use std::net::TcpListener;
-use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
@@ -93,16 +92,8 @@ impl JobRunner for HelperPool {
         None
     }
 
-    fn completed(&mut self, out: &mut Vec<(u64, JobDone)>) {
-        self.results.collect(out);
-    }
-
-    fn waker(&self) -> Option<BorrowedFd<'_>> {
-        Some(self.results.waker())
-    }
-
-    fn drain_waker(&self) {
-        self.results.drain_waker();
+    fn results(&self) -> Option<&JobResults> {
+        Some(&self.results)
     }
 }
 

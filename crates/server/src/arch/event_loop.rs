@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 
 const LISTENER: u64 = u64::MAX;
 const WAKER: u64 = u64::MAX - 1;
+use super::job_results::JobResults;
+
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 const ACCEPT_BATCH: usize = 64;
 
@@ -33,12 +35,26 @@ pub trait JobRunner {
     /// Runs `job` for the connection `token`: returns its result if it ran inline, or `None`
     /// if it was handed off (the connection parks until [`JobRunner::completed`] returns it).
     fn submit(&mut self, token: u64, job: Job) -> Option<JobDone>;
+    /// Where handed-off jobs report back (none for inline runners).
+    fn results(&self) -> Option<&JobResults> {
+        None
+    }
     /// Moves finished hand-offs into `out`.
-    fn completed(&mut self, out: &mut Vec<(u64, JobDone)>);
+    fn completed(&mut self, out: &mut Vec<(u64, JobDone)>) {
+        if let Some(r) = self.results() {
+            r.collect(out);
+        }
+    }
     /// A descriptor that becomes readable when hand-offs finish (none for inline runners).
-    fn waker(&self) -> Option<BorrowedFd<'_>>;
+    fn waker(&self) -> Option<BorrowedFd<'_>> {
+        self.results().map(JobResults::waker)
+    }
     /// Resets the waker after it fired.
-    fn drain_waker(&self) {}
+    fn drain_waker(&self) {
+        if let Some(r) = self.results() {
+            r.drain_waker();
+        }
+    }
 }
 
 struct Conn {

@@ -6,7 +6,6 @@ use super::event_loop::{EventLoop, JobRunner};
 use crate::pipeline::{Job, JobDone, Pipeline};
 use crate::stats::bump;
 use std::net::TcpListener;
-use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -19,12 +18,6 @@ impl JobRunner for InlineRunner {
     fn submit(&mut self, _token: u64, job: Job) -> Option<JobDone> {
         bump(self.pipeline.stats.jobs_inline());
         Some(self.pipeline.run_job(job))
-    }
-
-    fn completed(&mut self, _out: &mut Vec<(u64, JobDone)>) {}
-
-    fn waker(&self) -> Option<BorrowedFd<'_>> {
-        None
     }
 }
 

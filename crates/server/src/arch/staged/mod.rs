@@ -36,7 +36,6 @@ use crate::pipeline::{Job, JobDone, Pipeline};
 use crate::stats::bump;
 use stage::{Core, Stage};
 use std::net::TcpListener;
-use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -123,16 +122,8 @@ impl JobRunner for Stages {
         }
     }
 
-    fn completed(&mut self, out: &mut Vec<(u64, JobDone)>) {
-        self.results.collect(out);
-    }
-
-    fn waker(&self) -> Option<BorrowedFd<'_>> {
-        Some(self.results.waker())
-    }
-
-    fn drain_waker(&self) {
-        self.results.drain_waker();
+    fn results(&self) -> Option<&JobResults> {
+        Some(&self.results)
     }
 }
 
