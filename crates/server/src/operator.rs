@@ -217,6 +217,8 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         file_cache_bytes => "--file-cache-bytes",
         small_file_bytes => "--small-file-bytes",
         page_yield_above => "--page-yield-above",
+        transfer_order => "--transfer-order",
+        fill_ahead => "--fill-ahead",
         max_connections => "--max-connections",
         stages => "--stage-queue/--stage-threads-max/--stage-batch-max",
         limits => "--max-head-bytes/--max-uri-bytes",

@@ -28,7 +28,8 @@ const PIPE_BYTES: usize = 1 << 20;
 /// The first fill of a response moves this much; each further fill of the same response
 /// doubles, up to the pipe's capacity. A cold small file starts sending after one short read,
 /// while a large transfer soon moves 1 MiB per trip through the read lane, so it queues (and
-/// pays the disk's positioning) fewer times.
+/// pays the disk's positioning) fewer times. A body whose rest is at most twice this goes in
+/// one fill: a second trip through the lane would cost more than the bytes it saves waiting.
 const FIRST_FILL: u64 = 128 << 10;
 
 /// Empty pipes kept per thread for the next cold chunk (each costs two descriptors).
@@ -314,7 +315,11 @@ impl Outgoing {
         match pipe {
             Some(pipe) => {
                 let cap = pipe.capacity() as u64;
-                let len = remaining.min(self.next_fill.min(cap));
+                let len = if remaining <= 2 * FIRST_FILL {
+                    remaining.min(cap)
+                } else {
+                    remaining.min(self.next_fill.min(cap))
+                };
                 self.next_fill = (self.next_fill * 2).min(cap);
                 Job::Fill { file, offset: pos, len, pipe, since, continues }
             }

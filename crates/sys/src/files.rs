@@ -46,6 +46,17 @@ pub fn read_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
     around(Call::FileRead, About::Fd(file.as_fd()), || file.read_at(buf, pos))
 }
 
+/// Asks the kernel to start reading `len` bytes of `file` at `offset` into the page cache
+/// (`posix_fadvise(WILLNEED)`) and returns without waiting for them.
+#[track_caller]
+pub fn will_need(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    let len = std::num::NonZeroU64::new(len);
+    around(Call::Fadvise, About::Fd(file.as_fd()), || {
+        rustix::fs::fadvise(file, offset, len, rustix::fs::Advice::WillNeed)
+    })?;
+    Ok(())
+}
+
 /// Reads `file` from its current position to its end, or `limit` bytes, whichever is first
 /// (`read`s until end of file; counted as one call).
 #[track_caller]

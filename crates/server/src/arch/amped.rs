@@ -37,7 +37,7 @@ impl HelperPool {
         let (results, reporter) = JobResults::new()?;
         let mut threads = Vec::with_capacity(2 * n);
         let (meta_tx, meta_rx) = unbounded::<(u64, Job)>();
-        let data = Arc::new(ReadLane::default());
+        let data = Arc::new(ReadLane::new(pipeline.cfg.transfer_order));
         for (name, take) in
             [("meta-helper", Lane::Fifo(meta_rx)), ("read-helper", Lane::Oldest(data.clone()))]
                 .into_iter()

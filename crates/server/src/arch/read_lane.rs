@@ -7,11 +7,18 @@
 //! Serving the oldest response first instead lets a few long transfers that began earlier take
 //! every helper until they end, so small requests arriving meanwhile starve (measured: the p95
 //! of a heavy-tailed trace 2.3× FIFO's). So the lane keeps two queues — first chunks of new
-//! responses, in arrival order, and chunks of transfers under way, oldest response first — and
-//! helpers take from them in turn: neither kind can hold the disk from the other for more than
-//! one job per helper. A connection has at most one job queued, so one large file takes at
-//! most one helper at a time. Equal keys keep submission order.
+//! responses, in arrival order, and chunks of transfers under way — and helpers take from them
+//! in turn: neither kind can hold the disk from the other for more than one job per helper. A
+//! connection has at most one job queued, so one large file takes at most one helper at a time.
+//!
+//! Among transfers under way the order is `--transfer-order`: `fair` (the default) queues each
+//! transfer's next chunk behind those already waiting, so transfers share their turns
+//! round-robin; `oldest` serves the response that began first, which kept the last chunk of a
+//! small response waiting behind every long transfer that began before it (measured: p99 of a
+//! heavy-tailed trace 14 s against 6 s, docs/BENCHMARKS.md §3b). Equal keys keep submission
+//! order.
 
+use crate::config::TransferOrder;
 use crate::pipeline::Job;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -19,10 +26,10 @@ use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
 /// A blocking queue of `(token, job)`: new requests and transfers under way in turn.
-#[derive(Default)]
 pub struct ReadLane {
     state: Mutex<State>,
     ready: Condvar,
+    order: TransferOrder,
 }
 
 #[derive(Default)]
@@ -91,10 +98,18 @@ impl<T> Ord for Aged<T> {
 }
 
 impl ReadLane {
+    /// An empty lane serving transfers under way in `order`.
+    pub fn new(order: TransferOrder) -> ReadLane {
+        ReadLane { state: Mutex::default(), ready: Condvar::new(), order }
+    }
+
     /// Queues `job` for `token`; a job without an age counts as beginning now.
     pub fn push(&self, token: u64, job: Job) {
-        let since = job.since().unwrap_or_else(Instant::now);
         let continues = job.continues();
+        let since = match job.since() {
+            Some(since) if !(continues && self.order == TransferOrder::Fair) => since,
+            _ => Instant::now(),
+        };
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let seq = st.next_seq;
         st.next_seq += 1;
@@ -153,7 +168,7 @@ mod tests {
 
     #[test]
     fn new_requests_and_transfers_under_way_take_turns() {
-        let lane = ReadLane::default();
+        let lane = ReadLane::new(TransferOrder::Oldest);
         let t0 = Instant::now();
         let ms = Duration::from_millis;
         // Three new requests, in arrival order, and three transfers under way that began
@@ -175,8 +190,28 @@ mod tests {
     }
 
     #[test]
+    fn fair_order_serves_transfers_under_way_in_the_order_they_queued() {
+        let lane = ReadLane::new(TransferOrder::Fair);
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // A small response's last chunk queues after a long transfer that began long before:
+        // in fair order it is not kept behind it, nor behind older transfers queued later.
+        lane.push(21, read_job(t0 + ms(40), true));
+        lane.push(22, read_job(t0, true));
+        lane.push(23, read_job(t0 + ms(10), true));
+        let order: Vec<u64> = (0..3).map(|_| lane.pop().unwrap().0).collect();
+        assert_eq!(order, [21, 22, 23]);
+        // New requests still take turns with them, in arrival order.
+        lane.push(31, read_job(t0 + ms(50), false));
+        lane.push(24, read_job(t0, true));
+        lane.push(32, read_job(t0 + ms(60), false));
+        let order: Vec<u64> = (0..3).map(|_| lane.pop().unwrap().0).collect();
+        assert_eq!(order, [31, 24, 32]);
+    }
+
+    #[test]
     fn close_releases_a_waiting_helper() {
-        let lane = Arc::new(ReadLane::default());
+        let lane = Arc::new(ReadLane::new(TransferOrder::Oldest));
         let waiter = {
             let lane = lane.clone();
             std::thread::spawn(move || lane.pop().is_none())

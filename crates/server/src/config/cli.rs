@@ -76,6 +76,17 @@ pub struct Args {
     /// (a helper reads it, then the loop sendfiles it) [default: pipe].
     #[arg(long, value_name = "PATH")]
     pub read_path: Option<String>,
+    /// The order in which the read lane serves chunks of transfers under way: `fair` (each
+    /// transfer's next chunk queues behind the others', so a nearly finished small response is
+    /// not kept behind a long one) or `oldest` (the response that began first goes first)
+    /// [default: fair].
+    #[arg(long, value_name = "ORDER")]
+    pub transfer_order: Option<String>,
+    /// A pipe fill asks the disk for up to this many further 128 KiB pieces at once instead of
+    /// one after another (0-7): a large transfer then holds a deeper share of a busy disk's
+    /// queue, at the cost of requests waiting behind it [default: 0].
+    #[arg(long, value_name = "PIECES")]
+    pub fill_ahead: Option<u64>,
     /// Pathname-cache capacity in entries [default: 32768].
     #[arg(long, value_name = "N")]
     pub path_cache_entries: Option<usize>,
@@ -281,6 +292,8 @@ impl Args {
             small_file_bytes,
             page_yield_above,
             read_path,
+            transfer_order,
+            fill_ahead,
             header_timeout,
             keepalive_timeout,
             send_timeout,

@@ -91,8 +91,34 @@ impl ReadPath {
         [("pipe", ReadPath::Pipe), ("read-ahead", ReadPath::ReadAhead)];
 
     fn parse(s: &str) -> Option<ReadPath> {
-        Self::NAMES.into_iter().find(|(n, _)| *n == s).map(|(_, r)| r)
+        by_name(&Self::NAMES, s)
     }
+}
+
+/// The order in which the read lane serves chunks of transfers under way (new requests and
+/// transfers under way are served in turn either way; see `arch/read_lane.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransferOrder {
+    /// Each transfer's next chunk queues behind the chunks already waiting: transfers share
+    /// the lane's turns round-robin, whatever their age or size.
+    Fair,
+    /// The chunk of the response that began first goes first.
+    Oldest,
+}
+
+impl TransferOrder {
+    /// The `--transfer-order` spellings.
+    pub const NAMES: [(&'static str, TransferOrder); 2] =
+        [("fair", TransferOrder::Fair), ("oldest", TransferOrder::Oldest)];
+
+    fn parse(s: &str) -> Option<TransferOrder> {
+        by_name(&Self::NAMES, s)
+    }
+}
+
+/// The value spelled `s` in a table of option spellings.
+fn by_name<T: Copy>(names: &[(&str, T)], s: &str) -> Option<T> {
+    names.iter().find(|(n, _)| *n == s).map(|&(_, v)| v)
 }
 
 /// The bounds within which `staged`'s controllers size each stage.
@@ -195,6 +221,10 @@ pub struct Config {
     pub small_file_bytes: u64,
     /// Under memory pressure, files larger than this yield their pages once sent (0: never).
     pub page_yield_above: u64,
+    /// The read lane's order for chunks of transfers under way.
+    pub transfer_order: TransferOrder,
+    /// Further 128 KiB pieces a pipe fill asks the disk for at once (0: none).
+    pub fill_ahead: u64,
     /// Staleness bound of every cache: metadata older than this is revalidated.
     pub revalidate_after: Duration,
     /// The options a reload changes while serving (timeouts, body limit): read them through
@@ -441,6 +471,16 @@ impl Config {
                 ConfigError(format!("--read-path '{s}' is not one of: pipe, read-ahead"))
             })?,
         };
+        let transfer_order = match a.transfer_order.as_deref() {
+            None => TransferOrder::Fair,
+            Some(s) => TransferOrder::parse(s).ok_or_else(|| {
+                ConfigError(format!("--transfer-order '{s}' is not one of: fair, oldest"))
+            })?,
+        };
+        let fill_ahead = match a.fill_ahead {
+            Some(n) if n > 7 => return err(format!("--fill-ahead {n} is not in 0..=7")),
+            n => n.unwrap_or(0),
+        };
         let run_as = match &a.user {
             None => None,
             Some(user) => {
@@ -523,6 +563,8 @@ impl Config {
             file_cache_bytes: a.file_cache_bytes.unwrap_or(32 << 20),
             small_file_bytes: a.small_file_bytes.unwrap_or(16384),
             page_yield_above: a.page_yield_above.unwrap_or(0),
+            transfer_order,
+            fill_ahead,
             revalidate_after: Duration::from_secs(1),
             live: Arc::new(Live::new(
                 [
@@ -706,6 +748,7 @@ mod tests {
         let mut c = parse(&["."]).unwrap();
         assert_eq!((c.path_cache_entries, c.file_cache_entries), (32768, 16384));
         assert_eq!(c.page_yield_above, 0, "the page-yield policy is off by default");
+        assert_eq!((c.transfer_order, c.fill_ahead), (TransferOrder::Fair, 0));
         assert_eq!(c.fit_descriptors(1 << 20), None, "plenty of descriptors: unchanged");
         assert_eq!(c.fit_descriptors(20_000), Some(20_000 - 10_000 - 64));
         let mut c = parse(&[".", "--max-connections", "100", "--instances", "2"]).unwrap();
@@ -742,6 +785,8 @@ mod tests {
             (vec!["--rate-limit-per-ip", "5", "--rate-limit-burst", "0"], "--rate-limit-burst"),
             (vec!["--chroot", "/tmp", "/"], "is not inside --chroot"),
             (vec!["--chroot", "/", "--arch", "mp"], "not work with --arch mp"),
+            (vec!["--transfer-order", "newest"], "--transfer-order 'newest' is not one of"),
+            (vec!["--fill-ahead", "8"], "--fill-ahead 8 is not in 0..=7"),
         ] {
             let e = parse(&argv).unwrap_err().to_string();
             assert!(e.contains(needle), "{argv:?}: {e}");

@@ -159,6 +159,7 @@ impl Job {
                 JobDone::ReadAhead
             }
             Job::Fill { file, offset, len, mut pipe, .. } => {
+                ask_ahead(&file.file, offset, len, cfg.fill_ahead);
                 let moved = pipe.fill(&file.file, offset, len as usize);
                 JobDone::Filled(pipe, moved)
             }
@@ -240,6 +241,22 @@ impl Resolved {
 fn read_small(file: &File, limit: u64) -> io::Result<Option<Arc<[u8]>>> {
     let buf = amped_sys::files::read_up_to(file, limit + 1)?;
     Ok((buf.len() as u64 <= limit).then(|| Arc::from(buf)))
+}
+
+/// The size of one piece a fill asks the disk for ahead of reading it: the kernel's usual
+/// read-ahead window, which is also what one `WILLNEED` advice starts at most.
+const PIECE: u64 = 128 << 10;
+
+/// With `--fill-ahead N`: asks the kernel to start reading up to `N` pieces of `offset..+len`
+/// after the first (one advice per piece, since one advice starts at most a read-ahead
+/// window), so they wait in the disk's queue together rather than one after another.
+fn ask_ahead(file: &File, offset: u64, len: u64, pieces: u64) {
+    let end = offset + len.min(PIECE * (pieces + 1));
+    let mut at = offset + PIECE;
+    while at < end {
+        let _ = amped_sys::files::will_need(file, at, PIECE.min(end - at));
+        at += PIECE;
+    }
 }
 
 /// Faults the range into the page cache by reading it (the helper blocks, the loop does not).

@@ -99,6 +99,29 @@ fn amped_read_ahead_path_is_exact_under_eviction() {
     assert_eq!(counter(&st, "pipe_fills"), 0, "{st}");
 }
 
+/// `--transfer-order oldest` and `--fill-ahead 3` (the alternatives the lab compares) change
+/// only the order and depth of the disk reads: the body is exact under eviction either way.
+#[test]
+fn transfer_order_and_fill_ahead_keep_the_body_exact() {
+    for extra in [["--transfer-order", "oldest"], ["--fill-ahead", "3"]] {
+        let st = cold_fetch_under_eviction("amped", &extra);
+        assert!(counter(&st, "pipe_fills") >= 1, "{extra:?}: {st}");
+    }
+}
+
+/// A small cold body (at most 256 KiB) goes in one fill, not two trips through the lane.
+#[test]
+fn a_small_cold_body_is_one_fill() {
+    let s = Server::start(&["--arch", "amped"], &["--stats-path", STATS], |root| {
+        write(root, "page.bin", pseudo_random(200 << 10, 3));
+    });
+    evict(&s.path("page.bin"));
+    let r = s.get("/page.bin");
+    r.assert_status(200);
+    assert!(r.body == pseudo_random(200 << 10, 3));
+    assert_eq!(counter(&stats(s.addr, STATS), "pipe_fills"), 1);
+}
+
 /// sped fills its pipes inline (the loop waits, as SPED does) and is exact too.
 #[test]
 fn sped_pipe_path_is_exact_under_eviction() {
