@@ -11,12 +11,12 @@
 //! in turn: neither kind can hold the disk from the other for more than one job per helper. A
 //! connection has at most one job queued, so one large file takes at most one helper at a time.
 //!
-//! Among transfers under way the order is `--transfer-order`: `fair` (the default) queues each
-//! transfer's next chunk behind those already waiting, so transfers share their turns
-//! round-robin; `oldest` serves the response that began first, which kept the last chunk of a
-//! small response waiting behind every long transfer that began before it (measured: p99 of a
-//! heavy-tailed trace 14 s against 6 s, docs/BENCHMARKS.md §3b). Equal keys keep submission
-//! order.
+//! Among transfers under way the order is `--transfer-order`: `oldest` (the default) serves
+//! the response that began first, so long transfers end sooner; `fair` queues each transfer's
+//! next chunk behind those already waiting, so transfers share their turns round-robin. On a
+//! heavy-tailed trace `fair` halved the p99 (a medium response's later chunks no longer wait
+//! behind every long transfer that began before it) but cost 15-20 % of the throughput and let
+//! the longest transfers time out (docs/BENCHMARKS.md §3b). Equal keys keep submission order.
 
 use crate::config::TransferOrder;
 use crate::pipeline::Job;

@@ -76,10 +76,10 @@ pub struct Args {
     /// (a helper reads it, then the loop sendfiles it) [default: pipe].
     #[arg(long, value_name = "PATH")]
     pub read_path: Option<String>,
-    /// The order in which the read lane serves chunks of transfers under way: `fair` (each
-    /// transfer's next chunk queues behind the others', so a nearly finished small response is
-    /// not kept behind a long one) or `oldest` (the response that began first goes first)
-    /// [default: fair].
+    /// The order in which the read lane serves chunks of transfers under way: `oldest` (the
+    /// response that began first goes first) or `fair` (each transfer's next chunk queues
+    /// behind the others': a nearly finished response is not kept behind a long one, but long
+    /// ones take longer) [default: oldest].
     #[arg(long, value_name = "ORDER")]
     pub transfer_order: Option<String>,
     /// A pipe fill asks the disk for up to this many further 128 KiB pieces at once instead of

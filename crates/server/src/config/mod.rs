@@ -472,7 +472,7 @@ impl Config {
             })?,
         };
         let transfer_order = match a.transfer_order.as_deref() {
-            None => TransferOrder::Fair,
+            None => TransferOrder::Oldest,
             Some(s) => TransferOrder::parse(s).ok_or_else(|| {
                 ConfigError(format!("--transfer-order '{s}' is not one of: fair, oldest"))
             })?,
@@ -748,7 +748,7 @@ mod tests {
         let mut c = parse(&["."]).unwrap();
         assert_eq!((c.path_cache_entries, c.file_cache_entries), (32768, 16384));
         assert_eq!(c.page_yield_above, 0, "the page-yield policy is off by default");
-        assert_eq!((c.transfer_order, c.fill_ahead), (TransferOrder::Fair, 0));
+        assert_eq!((c.transfer_order, c.fill_ahead), (TransferOrder::Oldest, 0));
         assert_eq!(c.fit_descriptors(1 << 20), None, "plenty of descriptors: unchanged");
         assert_eq!(c.fit_descriptors(20_000), Some(20_000 - 10_000 - 64));
         let mut c = parse(&[".", "--max-connections", "100", "--instances", "2"]).unwrap();
