@@ -167,8 +167,8 @@ pub struct Args {
     #[arg(long, value_name = "LIST")]
     pub precompressed: Option<String>,
     /// Cache-Control for files whose URL path matches GLOB (`*` any run of characters, `?` one
-    /// character; first matching rule wins), e.g. '/assets/*=public, max-age=31536000,
-    /// immutable'. Repeatable.
+    /// character; first matching rule wins), e.g. '/assets/*=max-age=31536000, immutable'.
+    /// Repeatable.
     #[arg(long, value_name = "GLOB=VALUE")]
     pub cache_control: Vec<String>,
     /// A header added to every response, e.g. 'Strict-Transport-Security: max-age=63072000'.
