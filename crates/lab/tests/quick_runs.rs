@@ -224,7 +224,8 @@ fn disk_bound_given_rates_rounds_and_a_heavy_tailed_trace() {
 
 #[test]
 fn capacity_runs_each_model_side_by_side() {
-    let models = if fuse_here() { "none,ssd" } else { "none" };
+    // Two FUSE models in a row: the first one's mount must be gone before the second mounts.
+    let models = if fuse_here() { "none,hdd,ssd" } else { "none" };
     let run = amplab(&[
         "capacity",
         "--servers",

@@ -79,8 +79,11 @@ pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
     let (mut emus, mut notes) = (Vec::new(), Vec::new());
     for model in models {
         // One model at a time: a FUSE model's mount lives as long as its plan.
-        let emu = diskrun::plan_disk(&lab, &a.disk, model, if q { 64 } else { 128 })?;
-        let mine = measure(&mut lab, &emu, &p)?;
+        let mut emu = diskrun::plan_disk(&lab, &a.disk, model, if q { 64 } else { 128 })?;
+        let mine = measure(&mut lab, &emu, &p);
+        // Unmounted before the next model mounts its own (the description stays).
+        emu.release();
+        let mine = mine?;
         let figure = chart(&mut lab, &emu, &p, &mine)?;
         sections.push_str(&model_section(&lab, &emu, &p, &mine, &figure));
         if !emu.applied() {
