@@ -328,6 +328,8 @@ fn linux_comparison_quick() {
         "Haboob worst on latency",
         "Excess parallelism",
         "mean threads",
+        "Why Haboob's rank can differ",
+        "staged/amped throughput = ",
     ] {
         assert!(summary.contains(needle), "{needle}: {summary}");
     }
