@@ -13,6 +13,7 @@ pub mod cache;
 pub mod client_limits;
 pub mod config;
 pub mod debox;
+pub mod disk;
 pub mod errlog;
 pub mod metrics;
 pub mod operator;

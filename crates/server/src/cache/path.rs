@@ -3,7 +3,7 @@
 //! AMPED a helper round trip, per request. LRU by entry count (Flash used 6000 entries).
 //! Negative answers are cached too, under the same one-second staleness bound.
 
-use crate::pipeline::translate::Translation;
+use crate::disk::translate::Translation;
 use lru::LruCache;
 use std::num::NonZeroUsize;
 use std::time::{Duration, Instant};

@@ -10,11 +10,7 @@
 pub mod conn;
 mod cors;
 mod fallback;
-pub mod fs_error;
-pub mod job;
-pub mod listing;
 mod respond;
-pub mod translate;
 
 use crate::access_log::AccessLogger;
 use crate::cache::{Caches, FileEntry, FileLookup, PathLookup, lock};
@@ -34,11 +30,12 @@ use std::time::{Duration, Instant, SystemTime};
 /// Longest raw request line kept for the access log of a refused request.
 const RAW_LINE_MAX: usize = 2048;
 
+use crate::disk::fs_error;
+use crate::disk::translate::{Translation, original_path, variant_path};
+pub use crate::disk::{Job, JobDone, Resolved};
 pub use conn::ConnState;
 use fallback::Substitute;
-pub use job::{Job, JobDone, Resolved};
 use std::path::{Path, PathBuf};
-use translate::{Translation, original_path, variant_path};
 
 /// What the architecture should do next for a connection.
 #[derive(Debug)]
@@ -691,7 +688,7 @@ impl Request {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::fs_error::FsFailure;
+    use crate::disk::fs_error::FsFailure;
 
     /// A translation that failed for a passing reason (exhaustion, I/O error) is answered but
     /// never kept in the path cache; a lasting one (404) is.

@@ -134,7 +134,7 @@ impl super::Pipeline {
         self.error_with(req, status, b"", false)
     }
 
-    /// The answer to a file-system failure ([`super::fs_error`]): a lasting one (404, 403) like
+    /// The answer to a file-system failure ([`crate::disk::fs_error`]): a lasting one (404, 403) like
     /// any such status (custom error pages, SPA fallback); a passing one (exhaustion, I/O
     /// error) with the built-in page and its headers, closing the connection, which gives a
     /// descriptor back.
@@ -142,7 +142,7 @@ impl super::Pipeline {
         &self,
         c: &mut super::ConnState,
         req: Request,
-        f: super::fs_error::FsFailure,
+        f: crate::disk::fs_error::FsFailure,
     ) -> super::Step {
         if f.is_lasting() {
             return self.fail(c, req, f.status());

@@ -24,7 +24,7 @@ mod send;
 use super::amped::HelperPool;
 use super::event_loop::JobRunner;
 use super::lifecycle::{Lifecycle, Phase, TICK};
-use crate::pipeline::translate::Translation;
+use crate::disk::translate::Translation;
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
 use amped_sys::listen::is_fd_exhaustion;

@@ -1,6 +1,6 @@
 //! Opening a file whose translation is already known, entirely on the ring: `openat`, then
 //! `statx` of the opened descriptor, then — for a small file the file cache keeps in memory —
-//! a `read` of its body. The same outcome as [`crate::pipeline::Job::run`]'s blocking open
+//! a `read` of its body. The same outcome as [`crate::disk::Job::run`]'s blocking open
 //! (same flags, same "regular files only" rule, same small-body policy), delivered as a
 //! [`Resolved`] to [`crate::pipeline::Pipeline::resume`]. New Flash's lesson holds: the loop
 //! receives the open descriptor and its metadata and never repeats the file-system call.
@@ -8,7 +8,7 @@
 use crate::cache::FileEntry;
 use crate::cache::file::Access;
 use crate::config::Config;
-use crate::pipeline::{Resolved, job::keeps_body_in_memory};
+use crate::disk::{Resolved, keeps_body_in_memory};
 use amped_sys::uring::FileStat;
 use std::fs::File;
 use std::io;

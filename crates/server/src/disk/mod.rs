@@ -1,0 +1,17 @@
+//! Everything that may block on the disk, and nothing else: translating a URL path
+//! ([`translate`]), rendering a directory listing ([`listing`]), and the [`Job`]s that open a
+//! file, read a small body or bring a cold chunk into memory ([`job`]). None of it runs in an
+//! event loop by itself: the pipeline hands it out as a [`Job`] and the architecture decides
+//! who waits for it (the loop inline in SPED, a helper in AMPED, a stage in staged, the
+//! connection's thread in MT/pool/MP; io_uring submits the opens and reads to its ring).
+//!
+//! Layering: `arch/` → `pipeline/` → `disk/` → `cache/`. This module uses the caches' entry
+//! types ([`crate::cache::FileEntry`]) and the page policy, and knows nothing of the pipeline;
+//! [`fs_error`] is the one table from file-system errors to answers.
+
+pub mod fs_error;
+pub mod job;
+pub mod listing;
+pub mod translate;
+
+pub use job::{Job, JobDone, JobTimes, Resolved, keeps_body_in_memory};
