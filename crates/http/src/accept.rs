@@ -12,6 +12,10 @@
 //! - when nothing acceptable exists (identity excluded, no variant taken) the plain file is
 //!   sent anyway, which the RFC allows and every browser copes with.
 
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
 /// A content coding amped can serve from a pre-compressed file beside the original.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
 pub enum Encoding {
@@ -43,6 +47,20 @@ impl Encoding {
             Encoding::Zstd => ".zst",
             Encoding::Gzip => ".gz",
         }
+    }
+
+    /// Where the variant of `file` in this coding lives: the same name plus [`Self::suffix`].
+    pub fn variant_of(self, file: &Path) -> PathBuf {
+        let mut name = OsString::from(file.as_os_str());
+        name.push(self.suffix());
+        PathBuf::from(name)
+    }
+
+    /// The file a variant in this coding belongs to (`app.js.br` → `app.js`).
+    pub fn original_of(self, variant: &Path) -> PathBuf {
+        let bytes = variant.as_os_str().as_bytes();
+        let name = bytes.strip_suffix(self.suffix().as_bytes()).unwrap_or(bytes);
+        PathBuf::from(OsStr::from_bytes(name))
     }
 
     /// A user's name for a coding: the token or the file suffix (`br`, `zstd`/`zst`,
@@ -204,6 +222,14 @@ mod tests {
         let mut s = EncodingSet::EMPTY;
         es.iter().for_each(|&e| s.insert(e));
         s
+    }
+
+    #[test]
+    fn a_variant_is_its_file_plus_the_coding_suffix() {
+        let file = Path::new("/r/app.js");
+        assert_eq!(Zstd.variant_of(file), Path::new("/r/app.js.zst"));
+        assert_eq!(Brotli.original_of(Path::new("/r/app.js.br")), file);
+        assert_eq!(Gzip.original_of(file), file, "not a variant: unchanged");
     }
 
     #[test]

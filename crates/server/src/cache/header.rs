@@ -102,7 +102,7 @@ pub fn file_header_lines(
     match ctx.encoding {
         // A variant has the type of the file it encodes (app.js.br is JavaScript).
         Some(e) => {
-            let original = crate::disk::translate::original_path(&f.path, e);
+            let original = e.original_of(&f.path);
             line("Content-Type", &amped_http::content_type_for(&original));
             line("Content-Encoding", e.token());
         }

@@ -41,10 +41,11 @@ pub use header::HeaderCache;
 pub use pages::PagePolicy;
 pub use path::{PathCache, PathLookup};
 
-/// The caches of one server instance (shared by its threads; uncontended in event loops).
-pub struct Caches {
+/// The caches of one server instance (shared by its threads; uncontended in event loops);
+/// `T` is what the path cache keeps for a URL path.
+pub struct Caches<T> {
     /// Path translations, if enabled.
-    pub paths: Option<Mutex<PathCache>>,
+    pub paths: Option<Mutex<PathCache<T>>>,
     /// Open files, if enabled.
     pub files: Option<Mutex<FileCache>>,
     /// Response headers, if enabled.
@@ -53,9 +54,9 @@ pub struct Caches {
     pub pages: PagePolicy,
 }
 
-impl Caches {
+impl<T: Clone> Caches<T> {
     /// Builds the caches the configuration turns on.
-    pub fn new(cfg: &Config) -> Caches {
+    pub fn new(cfg: &Config) -> Caches<T> {
         let ttl = cfg.revalidate_after;
         Caches {
             paths: cfg

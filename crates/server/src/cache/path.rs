@@ -2,37 +2,40 @@
 //! said about it (a file, a redirect, a listing, not found). Saves the `stat` walk, and in
 //! AMPED a helper round trip, per request. LRU by entry count (Flash used 6000 entries).
 //! Negative answers are cached too, under the same one-second staleness bound.
+//!
+//! The cache is generic over what it keeps (the server keeps a
+//! [`crate::disk::translate::Translation`]): it owns the keys, the clock and the eviction, not
+//! the meaning of an answer, so `cache/` stays below the code that computes the answers.
 
-use crate::disk::translate::Translation;
 use lru::LruCache;
 use std::num::NonZeroUsize;
 use std::time::{Duration, Instant};
 
 /// Result of a lookup.
 #[derive(Debug)]
-pub enum PathLookup {
+pub enum PathLookup<T> {
     /// Checked within the staleness bound.
-    Fresh(Translation),
+    Fresh(T),
     /// Cached, but older than the staleness bound: revalidate before use.
-    Stale(Translation),
+    Stale(T),
     /// Not cached.
     Miss,
 }
 
-/// URL path → translation, with check times.
-pub struct PathCache {
-    map: LruCache<String, (Translation, Instant)>,
+/// URL path → translation `T`, with check times.
+pub struct PathCache<T> {
+    map: LruCache<String, (T, Instant)>,
     ttl: Duration,
 }
 
-impl PathCache {
+impl<T: Clone> PathCache<T> {
     /// A cache of at most `entries` translations, each trusted for `ttl`.
     pub fn new(entries: usize, ttl: Duration) -> Self {
         PathCache { map: LruCache::new(NonZeroUsize::new(entries.max(1)).unwrap()), ttl }
     }
 
     /// Looks up the translation of `url_path`.
-    pub fn get(&mut self, url_path: &str, now: Instant) -> PathLookup {
+    pub fn get(&mut self, url_path: &str, now: Instant) -> PathLookup<T> {
         match self.map.get(url_path) {
             Some((t, at)) if now.duration_since(*at) < self.ttl => PathLookup::Fresh(t.clone()),
             Some((t, _)) => PathLookup::Stale(t.clone()),
@@ -48,7 +51,7 @@ impl PathCache {
     }
 
     /// Records a translation checked at `at`.
-    pub fn put(&mut self, url_path: String, t: Translation, at: Instant) {
+    pub fn put(&mut self, url_path: String, t: T, at: Instant) {
         self.map.put(url_path, (t, at));
     }
 
@@ -66,25 +69,20 @@ impl PathCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     #[test]
     fn entries_expire_after_the_staleness_bound_and_lru_evicts() {
         let t0 = Instant::now();
         let mut c = PathCache::new(2, Duration::from_secs(1));
-        c.put(
-            "/a".into(),
-            Translation::File(PathBuf::from("/r/a"), amped_http::EncodingSet::EMPTY),
-            t0,
-        );
+        c.put("/a".into(), "file /r/a", t0);
         assert!(matches!(c.get("/a", t0 + Duration::from_millis(999)), PathLookup::Fresh(_)));
-        assert!(matches!(c.get("/a", t0 + Duration::from_secs(1)), PathLookup::Stale(_)));
+        assert!(matches!(c.get("/a", t0 + Duration::from_secs(1)), PathLookup::Stale("file /r/a")));
         c.touch("/a", t0 + Duration::from_secs(1));
         assert!(matches!(c.get("/a", t0 + Duration::from_millis(1500)), PathLookup::Fresh(_)));
-        c.put("/b".into(), Translation::NotFound, t0);
-        c.put("/c".into(), Translation::NotFound, t0);
+        c.put("/b".into(), "not found", t0);
+        c.put("/c".into(), "not found", t0);
         assert_eq!(c.len(), 2);
         assert!(matches!(c.get("/a", t0), PathLookup::Miss), "least recently used entry evicted");
-        assert!(matches!(c.get("/b", t0), PathLookup::Fresh(Translation::NotFound)));
+        assert!(matches!(c.get("/b", t0), PathLookup::Fresh("not found")));
     }
 }

@@ -13,15 +13,13 @@
 
 use super::fs_error::{FsFailure, judge};
 use amped_http::{Encoding, EncodingSet};
-use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The outcome of translating one URL path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Translation {
     /// Serve this regular file (canonical path), which has these pre-compressed variants
-    /// beside it ([`variant_path`]).
+    /// beside it ([`Encoding::variant_of`](amped_http::Encoding::variant_of)).
     File(PathBuf, EncodingSet),
     /// Redirect (301) to this URL path.
     Redirect(String),
@@ -61,20 +59,6 @@ pub struct TranslateRequest<'a> {
     pub precompressed: &'a [Encoding],
 }
 
-/// Where the variant of `file` in `encoding` lives: the same name plus the coding's suffix.
-pub fn variant_path(file: &Path, encoding: Encoding) -> PathBuf {
-    let mut name = OsString::from(file.as_os_str());
-    name.push(encoding.suffix());
-    PathBuf::from(name)
-}
-
-/// The file a variant path belongs to (`app.js.br` → `app.js`).
-pub fn original_path(variant: &Path, encoding: Encoding) -> PathBuf {
-    let bytes = variant.as_os_str().as_bytes();
-    let name = bytes.strip_suffix(encoding.suffix().as_bytes()).unwrap_or(bytes);
-    PathBuf::from(OsStr::from_bytes(name))
-}
-
 /// Translates one request (blocking: runs in a job).
 pub fn translate(req: &TranslateRequest<'_>) -> Translation {
     let joined = req.root.join(req.rel);
@@ -112,7 +96,7 @@ pub fn translate(req: &TranslateRequest<'_>) -> Translation {
 fn file(req: &TranslateRequest<'_>, real: PathBuf) -> Translation {
     let mut variants = EncodingSet::EMPTY;
     for &e in req.precompressed {
-        let found = canonical_inside(req, &variant_path(&real, e))
+        let found = canonical_inside(req, &e.variant_of(&real))
             .is_ok_and(|v| amped_sys::files::stat(&v).is_ok_and(|m| m.is_file()));
         if found {
             variants.insert(e);
@@ -221,7 +205,5 @@ mod tests {
         assert!(v.contains(Encoding::Gzip) && !v.contains(Encoding::Brotli), "only those asked");
         let Translation::File(_, v) = run("d", true, &all) else { panic!("index file") };
         assert!(v.is_empty(), "a directory is no variant");
-        assert_eq!(variant_path(&p, Encoding::Zstd), root.join("app.js.zst"));
-        assert_eq!(original_path(&root.join("app.js.zst"), Encoding::Zstd), p);
     }
 }

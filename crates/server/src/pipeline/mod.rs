@@ -31,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime};
 const RAW_LINE_MAX: usize = 2048;
 
 use crate::disk::fs_error;
-use crate::disk::translate::{Translation, original_path, variant_path};
+use crate::disk::translate::Translation;
 pub use crate::disk::{Job, JobDone, Resolved};
 pub use conn::ConnState;
 use fallback::Substitute;
@@ -128,7 +128,7 @@ pub struct Pipeline {
     /// Resolved configuration.
     pub cfg: Arc<Config>,
     /// Flash's caches.
-    pub caches: Caches,
+    pub caches: Caches<Translation>,
     /// Counters.
     pub stats: Arc<Stats>,
     log: AccessLogger,
@@ -278,7 +278,7 @@ impl Pipeline {
             (Translation::File(path, _), Some(Err(e)), _) => {
                 if let Some(encoding) = req.encoding.take() {
                     // The variant went away since the translation was cached: send the file.
-                    let original = original_path(&path, encoding);
+                    let original = encoding.original_of(&path);
                     return self.after_translation(
                         c,
                         req,
@@ -496,7 +496,7 @@ impl Pipeline {
         let accept = AcceptEncoding::parse(req.head.accept_encoding.as_deref());
         req.encoding = accept.choose(&self.cfg.response.precompressed, variants);
         match req.encoding {
-            Some(e) => variant_path(path, e),
+            Some(e) => e.variant_of(path),
             None => path.to_path_buf(),
         }
     }
