@@ -1,9 +1,10 @@
 //! amped: a Flash-style static web server.
 //!
 //! The request's path through the code (see docs/ARCHITECTURE.md):
-//! [`arch`] accepts and reads → [`pipeline`] parses, translates the path, consults the
-//! [`cache`]s and builds a response (or hands out a blocking [`pipeline::Job`]) →
-//! [`transmit`] sends it (residency test, sendfile) → [`access_log`].
+//! [`arch`] accepts and reads → [`pipeline`] parses, consults the [`cache`]s and builds a
+//! response, or hands out a [`disk::Job`] for whatever may block on the disk (translating the
+//! path, opening the file) → [`transmit`] sends it (residency test, sendfile) → [`access_log`].
+//! Each module uses only those below it: `arch` → `transmit` → `pipeline` → `disk` → `cache`.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

@@ -1,4 +1,5 @@
-//! The shared request pipeline: parse → translate path → caches → respond.
+//! The shared request pipeline: parse → caches (a translation or an open file missing: a
+//! [`Job`] from [`crate::disk`]) → respond.
 //!
 //! Every architecture drives the same [`Pipeline`]. It never blocks by itself: given a
 //! connection's state it returns a [`Step`] — a response to send, a [`Job`] that may block on

@@ -1,4 +1,4 @@
-//! Right answers under exhaustion and change: the error table (pipeline/fs_error.rs) seen from
+//! Right answers under exhaustion and change: the error table (disk/fs_error.rs) seen from
 //! the wire, under every architecture.
 
 use crate::common::*;
