@@ -15,7 +15,6 @@ mod machine;
 mod proc;
 mod progress;
 mod report;
-mod rng;
 mod servers;
 mod slowdisk;
 mod stats;

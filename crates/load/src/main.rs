@@ -19,7 +19,6 @@ mod report;
 mod request;
 mod response;
 mod rlimit;
-mod rng;
 mod run;
 mod schedule;
 mod start;

@@ -4,7 +4,6 @@
 //! Everything created is world-readable (directories 0755, files 0644), because peers that
 //! start as root serve files as an unprivileged worker user.
 
-pub mod clf;
 pub mod replay;
 pub mod single;
 pub mod specweb;
@@ -14,7 +13,13 @@ use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use crate::rng::Rng;
+use amped_workload::SplitMix64;
+
+/// amplab's generator for `seed`: the shared SplitMix64 started from the seed mixed with a
+/// fixed salt (as amplab always did), so the data sets and traces a seed names stay the same.
+pub fn rng(seed: u64) -> SplitMix64 {
+    SplitMix64::new(seed ^ 0x5DEE_CE66_D1CE_4E5B)
+}
 
 /// A block of noise that file contents are cut from (1 MiB).
 pub struct Noise(Vec<u8>);
@@ -23,13 +28,13 @@ impl Noise {
     /// Noise from `seed`.
     pub fn new(seed: u64) -> Noise {
         let mut block = vec![0u8; 1 << 20];
-        Rng::new(seed).fill(&mut block);
+        rng(seed).fill(&mut block);
         Noise(block)
     }
 
     /// Writes `size` bytes to `path` (a random cut of the block, repeated for large files),
     /// world-readable.
-    pub fn write_file(&self, path: &Path, size: u64, rng: &mut Rng) -> io::Result<()> {
+    pub fn write_file(&self, path: &Path, size: u64, rng: &mut SplitMix64) -> io::Result<()> {
         let mut out = BufWriter::with_capacity(1 << 16, File::create(path)?);
         let mut left = size;
         let mut offset = rng.below(self.0.len() as u64) as usize;

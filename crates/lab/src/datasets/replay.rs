@@ -16,9 +16,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::json;
 
-use super::clf::{self, LineError};
 use super::{Noise, make_dir, marker_matches, write_marker};
-use crate::rng::Rng;
+use amped_workload::clf::{self, LineError};
 
 /// The workload built from a log.
 #[derive(Clone, Debug, Serialize)]
@@ -51,7 +50,7 @@ pub fn build(log_path: &Path, parent: &Path, seed: u64) -> io::Result<Replay> {
         let _ = std::fs::remove_file(&marker);
         make_dir(&root)?;
         let noise = Noise::new(seed);
-        let mut rng = Rng::new(seed);
+        let mut rng = super::rng(seed);
         for (rel, size) in &plan.files {
             let path = root.join(OsStr::from_bytes(rel));
             if let Some(dir) = path.parent() {

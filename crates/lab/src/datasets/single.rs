@@ -6,7 +6,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{Noise, make_dir};
-use crate::rng::Rng;
 
 /// A docroot with one file per size.
 #[derive(Clone, Debug)]
@@ -26,7 +25,7 @@ pub fn generate(parent: &Path, sizes: &[u64], seed: u64) -> io::Result<SingleFil
     let root = parent.join(format!("single-s{seed}"));
     make_dir(&root)?;
     let noise = Noise::new(seed);
-    let mut rng = Rng::new(seed);
+    let mut rng = super::rng(seed);
     let mut files = Vec::new();
     for &size in sizes {
         let path = path_for(size);
@@ -48,7 +47,7 @@ pub fn generate_student(
     std::fs::write(root.join("foo.html"), page)?;
     std::fs::set_permissions(root.join("foo.html"), std::fs::Permissions::from_mode(0o644))?;
     let noise = Noise::new(seed);
-    noise.write_file(&root.join("ten_meg.png"), large, &mut Rng::new(seed))?;
+    noise.write_file(&root.join("ten_meg.png"), large, &mut super::rng(seed))?;
     Ok((root, [("/foo.html".to_string(), 37), ("/ten_meg.png".to_string(), large)]))
 }
 

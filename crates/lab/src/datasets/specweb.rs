@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::{Noise, make_dir, marker_matches, write_marker};
-use crate::rng::{Rng, Weighted, Zipf};
+use amped_workload::{Weighted, Zipf};
 
 /// Base size of each class (bytes); file i of class c has `CLASS_BASE[c] * i` bytes.
 pub const CLASS_BASE: [u64; 4] = [102, 1024, 10_240, 102_400];
@@ -106,7 +106,7 @@ pub const LARGE_RANGE_QUICK: (u64, u64) = (1 << 20, 4 << 20);
 
 /// Sizes of `count` large files in `range` (log-uniform), from `seed`.
 pub fn large_sizes(count: u32, range: (u64, u64), seed: u64) -> Vec<u64> {
-    let mut rng = Rng::new(seed ^ 0x1A46_E5F1);
+    let mut rng = super::rng(seed ^ 0x1A46_E5F1);
     let (lo, hi) = ((range.0 as f64).ln(), (range.1 as f64).ln());
     (0..count).map(|_| (lo + rng.next_f64() * (hi - lo)).exp().round() as u64).collect()
 }
@@ -130,7 +130,7 @@ pub fn add_large_files(
         }
         make_dir(&dir)?;
         let noise = Noise::new(seed ^ 0x1A46_E5F1);
-        let mut rng = Rng::new(seed ^ 0x1A46_E5F2);
+        let mut rng = super::rng(seed ^ 0x1A46_E5F2);
         for (i, size) in sizes.iter().enumerate() {
             noise.write_file(&dir.join(format!("file{i:03}")), *size, &mut rng)?;
         }
@@ -160,7 +160,7 @@ pub fn generate(parent: &Path, total: u64, seed: u64) -> io::Result<FileSet> {
     let _ = std::fs::remove_file(&marker);
     make_dir(&root)?;
     let noise = Noise::new(seed);
-    let mut rng = Rng::new(seed);
+    let mut rng = super::rng(seed);
     for d in 0..dirs {
         let dir = root.join(format!("dir{d:05}"));
         make_dir(&dir)?;
@@ -205,7 +205,7 @@ pub fn trace(dirs: u32, n: usize, seed: u64) -> Vec<Request> {
 
 /// `n` requests over `dirs` directories and `large` large files, shaped by `shape`.
 pub fn shaped_trace(dirs: u32, large: u32, n: usize, seed: u64, shape: &Shape) -> Vec<Request> {
-    let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9).wrapping_add(17));
+    let mut rng = super::rng(seed.wrapping_mul(0x9E37_79B9).wrapping_add(17));
     let dir_zipf = Zipf::new(dirs as usize, shape.zipf);
     let file_zipf = Zipf::new(FILES_PER_CLASS as usize, 1.0);
     let class = Weighted::new(&shape.class_mix);

@@ -1,55 +1,35 @@
 //! `--clf FILE`: a Common Log Format access log replayed as a trace.
 //!
-//! CLF: `host ident user [date] "METHOD TARGET VERSION" status bytes` (Combined Log Format
-//! lines, with referer and user agent after, are accepted too). The GET targets are replayed in
-//! file order, cycling, joined onto the base URL; an absolute `http://host/path` target keeps
-//! its path. Other methods are skipped and counted; malformed lines are reported with their
+//! Lines are read by the shared parser ([`amped_workload::clf`], whose tolerance rule amplab
+//! uses too). Of the well-formed lines, the GET targets are replayed in file order, cycling,
+//! joined onto the base URL; an absolute `http://host/path` target keeps its path. Other
+//! methods are skipped and counted; malformed lines, and targets that cannot be sent as they
+//! are (a space, a quote or a control character inside: not a URI), are reported with their
 //! line number, skipped and counted (real logs hold junk, so these are not fatal).
 
 use super::{Entry, LineError};
 use crate::target::Url;
+use amped_workload::clf;
 
 /// Parses one access-log line.
 pub fn parse_line(line: &str, base: &Url) -> Result<Option<Entry>, LineError> {
-    if line.trim().is_empty() {
+    let Some(logged) = clf::parse_line(line).map_err(LineError::Skip)? else {
         return Ok(None);
-    }
-    let request = request_field(line).ok_or_else(|| bad("not a Common Log Format line"))?;
-    let mut words = request.split(' ').filter(|w| !w.is_empty());
-    let (Some(method), Some(target)) = (words.next(), words.next()) else {
-        return Err(bad("request field has no target"));
     };
-    match words.next() {
-        None => {}
-        Some(v) if v.starts_with("HTTP/") && words.next().is_none() => {}
-        Some(_) => return Err(bad("request target holds a space")),
-    }
-    if method != "GET" {
+    if logged.method != "GET" {
         return Err(LineError::NotGet);
+    }
+    let target = logged.target.as_str();
+    if target.contains('"') {
+        return Err(LineError::Skip("request target holds a quote".into()));
     }
     let path = match target.split_once("://") {
         Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
         None => target,
     };
-    base.join(path).map(|path| Some(Entry { path, weight: None })).map_err(|e| bad(&e.to_string()))
-}
-
-fn bad(why: &str) -> LineError {
-    LineError::Skip(why.to_string())
-}
-
-/// The quoted request of a CLF line, after checking the `[date]` field that precedes it.
-fn request_field(line: &str) -> Option<&str> {
-    let open_date = line.find(" [")?;
-    let close_date = open_date + line[open_date..].find("] \"")?;
-    let after = &line[close_date + 3..];
-    let end = after.find('"')?;
-    let rest = after[end + 1..].trim_start();
-    let status = rest.split(' ').next()?;
-    if status != "-" && !(status.len() == 3 && status.bytes().all(|b| b.is_ascii_digit())) {
-        return None;
-    }
-    Some(&after[..end])
+    base.join(path)
+        .map(|path| Some(Entry { path, weight: None }))
+        .map_err(|e| LineError::Skip(e.to_string()))
 }
 
 #[cfg(test)]
@@ -84,6 +64,9 @@ mod tests {
             assert_eq!(parse(line).unwrap().unwrap().path, path, "{line}");
         }
         assert!(parse("   ").unwrap().is_none());
+        assert!(parse("# a comment").unwrap().is_none());
+        let unquoted = "h - - [01/Jul/1995:00:00:01] GET /index.html HTTP/1.0 200 512";
+        assert_eq!(parse(unquoted).unwrap().unwrap().path, "/index.html");
     }
 
     #[test]
@@ -98,6 +81,8 @@ mod tests {
             r#"h - - [01/Jul/1995:00:00:01 -0400] "GET" 200 1"#,
             r#"h - - [01/Jul/1995:00:00:01 -0400] "GET a.html HTTP/1.0" 200 1"#,
             r#"h - - [01/Jul/1995:00:00:01 -0400] "GET /a HTTP/1.0" OK 1"#,
+            r#"h - - [01/Jul/1995:00:00:01 -0400] "GET /images/"a.gif HTTP/1.0" 404 -"#,
+            r#"h - - [1/Jul/1995:00:00:01 -0400] "GET /a HTTP/1.0" 200 1"#,
         ];
         for line in junk {
             assert!(matches!(parse(line), Err(LineError::Skip(_))), "{line}");

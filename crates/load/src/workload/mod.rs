@@ -13,8 +13,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::request::RequestShape;
-use crate::rng::SplitMix64;
 use crate::target::Url;
+use amped_workload::SplitMix64;
 
 /// Where the targets come from.
 #[derive(Debug, Clone)]

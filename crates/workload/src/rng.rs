@@ -1,14 +1,17 @@
-//! A seeded pseudo-random generator (SplitMix64) and a Zipf sampler: generated data sets and
-//! traces depend only on the seed, never on a library's version.
+//! A seeded pseudo-random generator (SplitMix64) and the samplers built on it: what a run
+//! draws depends only on the seed, never on a library's version. ampload draws weighted trace
+//! entries with it (runs with the same `--seed` draw the same request sequence per thread);
+//! amplab generates its data sets and traces with it.
 
-/// SplitMix64: small, fast, and reproducible from a `u64` seed.
+/// SplitMix64 (Steele, Lea, Flood 2014): one add and a few multiplies per number, and
+/// reproducible from a `u64` seed.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct SplitMix64(u64);
 
-impl Rng {
-    /// A generator for `seed`; different streams of one experiment use different seeds.
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
+impl SplitMix64 {
+    /// A generator starting from `seed` (different streams of one run use different seeds).
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
     }
 
     /// The next 64 random bits.
@@ -61,7 +64,7 @@ impl Zipf {
     }
 
     /// One rank.
-    pub fn sample(&self, rng: &mut Rng) -> usize {
+    pub fn sample(&self, rng: &mut SplitMix64) -> usize {
         let u = rng.next_f64();
         self.cdf.partition_point(|&c| c <= u).min(self.cdf.len() - 1)
     }
@@ -89,7 +92,7 @@ impl Weighted {
     }
 
     /// One index.
-    pub fn sample(&self, rng: &mut Rng) -> usize {
+    pub fn sample(&self, rng: &mut SplitMix64) -> usize {
         let u = rng.next_f64();
         self.cdf.partition_point(|&c| c <= u).min(self.cdf.len() - 1)
     }
@@ -101,17 +104,35 @@ mod tests {
 
     #[test]
     fn same_seed_same_stream() {
-        let (mut a, mut b) = (Rng::new(7), Rng::new(7));
+        let (mut a, mut b) = (SplitMix64::new(7), SplitMix64::new(7));
         for _ in 0..100 {
             assert_eq!(a.next_u64(), b.next_u64());
         }
-        assert_ne!(Rng::new(7).next_u64(), Rng::new(8).next_u64());
+        assert_ne!(SplitMix64::new(7).next_u64(), SplitMix64::new(8).next_u64());
+    }
+
+    #[test]
+    fn floats_stay_in_the_unit_interval_and_below_stays_below() {
+        let mut rng = SplitMix64::new(3);
+        for _ in 0..1000 {
+            assert!((0.0..1.0).contains(&rng.next_f64()));
+            assert!(rng.below(7) < 7);
+        }
+    }
+
+    #[test]
+    fn known_first_outputs() {
+        // The reference sequence for seed 0 (Vigna's splitmix64.c): the streams every seeded
+        // run and generated data set depends on.
+        let mut rng = SplitMix64::new(0);
+        assert_eq!(rng.next_u64(), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(rng.next_u64(), 0x6E78_9E6A_A1B9_65F4);
     }
 
     #[test]
     fn zipf_favours_low_ranks() {
         let z = Zipf::new(100, 1.0);
-        let mut rng = Rng::new(1);
+        let mut rng = SplitMix64::new(1);
         let mut counts = [0u32; 100];
         for _ in 0..100_000 {
             counts[z.sample(&mut rng)] += 1;
@@ -125,7 +146,7 @@ mod tests {
     #[test]
     fn weighted_follows_weights() {
         let w = Weighted::new(&[0.35, 0.50, 0.14, 0.01]);
-        let mut rng = Rng::new(3);
+        let mut rng = SplitMix64::new(3);
         let mut counts = [0u32; 4];
         for _ in 0..100_000 {
             counts[w.sample(&mut rng)] += 1;

@@ -1,25 +1,40 @@
 //! Common Log Format (and Combined) access-log lines:
 //! `host ident user [date] "METHOD target PROTOCOL" status bytes ["referer" "agent"]`.
 //!
-//! Real logs are messy (the NASA 1995 logs are the classic example): requests without a
-//! protocol (`"GET /htbin/wais.pl"`), quotes or spaces inside the target, `-` for the byte
-//! count, requests that were never quoted. Those are accepted. A line that cannot be read
-//! (no date, a request with no target, a status that is not a number…) is rejected with its
-//! line number and the reason.
+//! **The tolerance rule** (one for ampload's `--clf` and amplab's `--clf` replays). Real logs
+//! are messy (the NASA 1995 logs are the classic example), so a line is accepted when its
+//! *structure* is there, whatever quirks it carries:
+//!
+//! * required: three fields before the date (host, ident, user), a `[dd/Mon/yyyy:HH:MM:SS]`
+//!   date with or without a `+zzzz` zone, a request whose method is upper-case letters and
+//!   whose target is a path (`/…`) or an absolute `http(s)://` URL, a status of three digits
+//!   between 100 and 599, and a byte count or `-`;
+//! * tolerated: no protocol (`"GET /htbin/wais.pl"`, HTTP/0.9 style), quotes or spaces inside
+//!   the target, a request that was never quoted, the Combined format's referer and agent, a
+//!   trailing CR;
+//! * skipped silently: blank lines and `#` comments;
+//! * anything else is rejected with its line number and the reason (no date, a request with
+//!   no target, a status that is not a number…), never fatal: the caller counts and reports.
+//!
+//! What a caller then does with a well-formed line is its own policy: ampload replays GET
+//! lines whose target it can send as is, amplab builds files from the paths answered 200.
 
 use std::fmt;
 
 /// One parsed access-log line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
+    /// The client, as written.
     pub host: String,
     /// The date as written inside the brackets.
     pub date: String,
+    /// `GET`, `POST`… (upper-case letters).
     pub method: String,
     /// The request target as written (may contain spaces or quotes).
     pub target: String,
     /// `HTTP/1.0` etc.; `None` for HTTP/0.9-style request lines.
     pub protocol: Option<String>,
+    /// The response status (100–599).
     pub status: u16,
     /// Response bytes; `None` for `-`.
     pub bytes: Option<u64>,
@@ -30,6 +45,7 @@ pub struct Entry {
 pub struct LineError {
     /// 1-based line number.
     pub line: usize,
+    /// What was wrong with it.
     pub reason: String,
 }
 
@@ -42,7 +58,9 @@ impl fmt::Display for LineError {
 /// A whole log: the lines read and the lines rejected.
 #[derive(Clone, Debug, Default)]
 pub struct Log {
+    /// The well-formed lines, in order.
     pub entries: Vec<Entry>,
+    /// The rejected lines, in order.
     pub errors: Vec<LineError>,
 }
 
@@ -344,5 +362,13 @@ mod tests {
         assert_eq!(log.entries.len(), 2);
         assert_eq!(log.errors, vec![LineError { line: 4, reason: "no [date]".into() }]);
         assert_eq!(log.errors[0].to_string(), "line 4: no [date]");
+    }
+
+    #[test]
+    fn the_committed_heavy_tail_trace_parses_whole() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/traces/heavy-tail.clf");
+        let log = parse_log(&std::fs::read_to_string(path).unwrap());
+        assert_eq!((log.entries.len(), log.errors.len()), (10_000, 0), "{:?}", log.errors.first());
+        assert!(log.entries.iter().all(|e| e.method == "GET" && e.status == 200));
     }
 }

@@ -1,0 +1,12 @@
+//! What the load generator (`ampload`) and the lab (`amplab`) share about workloads, so both
+//! read an access log the same way and draw the same numbers from the same seed:
+//!
+//! * [`rng`] — SplitMix64, and Zipf and weighted samplers over it;
+//! * [`clf`] — Common Log Format (and Combined) lines, with one tolerance rule for real logs.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod clf;
+pub mod rng;
+
+pub use rng::{SplitMix64, Weighted, Zipf};
