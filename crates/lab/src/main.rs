@@ -4,6 +4,8 @@
 //! Exit status: 0 on success, 1 when an experiment could not run (one line on stderr says
 //! why), 2 for bad arguments.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 mod clock;
 mod datasets;

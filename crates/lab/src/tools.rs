@@ -12,7 +12,7 @@ pub struct Binaries {
 }
 
 impl Binaries {
-    /// `--amped`/`--ampload` if given, else beside amplab's own executable (target/<profile>/).
+    /// `--amped`/`--ampload` if given, else beside amplab's own executable (`target/<profile>/`).
     pub fn locate(amped: Option<&Path>, ampload: Option<&Path>) -> Result<Binaries, String> {
         let beside = std::env::current_exe()
             .ok()

@@ -8,6 +8,8 @@
 //! the open loop's [`schedule`], checking each [`response`]; [`stats`] are merged and
 //! [`report`]ed.
 
+#![forbid(unsafe_code)]
+
 mod budget;
 mod chunked;
 mod cli;

@@ -1,7 +1,7 @@
 //! Open-loop pacing (wrk2, oha `--latency-correction`): requests are released on a fixed
 //! schedule whatever the server does, and each one's latency runs from its *due* time, so a
 //! server stall is charged to every request that should have been sent during it instead of
-//! to one (coordinated omission; see `shared/research/peers-and-methods.md` §2.1).
+//! to one (coordinated omission, the error wrk2 was written to correct).
 //!
 //! Due requests join a backlog and go to an idle connection (most recently freed first), else
 //! to a new connection while this thread's share of `--connections` allows, else — with

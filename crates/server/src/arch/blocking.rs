@@ -251,7 +251,7 @@ impl Session {
         self.state.has_partial_request()
     }
 
-    /// The deadline passed while the connection waited: see [`timed_out`].
+    /// The deadline passed while the connection waited: see `timed_out`.
     pub fn expire(self, pipeline: &Pipeline) {
         timed_out(pipeline, &self.conn.sock, self.phase, &self.state);
     }

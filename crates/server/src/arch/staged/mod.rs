@@ -12,9 +12,9 @@
 //! ```
 //!
 //! The socket stage is [`super::event_loop`] (like Haboob's asynchronous socket layer, one
-//! thread that reads and writes every socket); the two job stages are [`stage::Stage`]s. What
+//! thread that reads and writes every socket); the two job stages are `stage::Stage`s. What
 //! makes this SEDA rather than AMPED is how the job stages are governed
-//! ([`control`]): a thread-pool controller grows a stage's pool while its queue stays long (up
+//! (`control.rs`): a thread-pool controller grows a stage's pool while its queue stays long (up
 //! to `--stage-threads-max`) and idle threads retire; a batching controller sets how many
 //! jobs a thread takes per turn (up to `--stage-batch-max`); and the queues are bounded
 //! (`--stage-queue`), so a request whose job finds the resolve queue full is answered

@@ -7,7 +7,7 @@
 //! zero-copy path, but the kernel always runs splice on an io-wq worker thread, and a splice
 //! into a full socket blocks that worker: a slow client would pin a kernel thread, which is
 //! what the ring is meant to avoid. Read + send stays fully asynchronous (see
-//! docs/ARCHS-notes.md), so `--no-zero-copy` changes nothing here.
+//! docs/ARCHITECTURE.md, "Why read + send, not splice"), so `--no-zero-copy` changes nothing here.
 
 use crate::cache::FileEntry;
 use crate::pipeline::{Body, Response};
