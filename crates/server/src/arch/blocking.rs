@@ -16,6 +16,7 @@
 //! caps open connections at `--max-connections` (the acceptor waits for a free slot, leaving
 //! the rest in the kernel's backlog) and [`next_connection`].
 
+use super::lifecycle::{ACCEPT_BACKOFF, Phase, TICK};
 use crate::cache::lock;
 use crate::config::Config;
 use crate::pipeline::{ConnState, Pipeline, Step};
@@ -29,10 +30,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Longest a socket call blocks: the granularity of timeouts and of noticing a shutdown.
-pub const TICK: Duration = Duration::from_millis(250);
-/// Pause after `accept` failed for lack of descriptors.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Read buffer of one connection.
 const READ_BUF: usize = 16 << 10;
 
@@ -210,17 +207,6 @@ pub fn next_connection(
     }
 }
 
-/// What a connection is waiting for, which decides its deadline.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Phase {
-    /// (The rest of) a request head: header timeout.
-    Head,
-    /// The next request of a keep-alive connection: keep-alive timeout.
-    Idle,
-    /// Nothing yet: a response was just sent, the next wait starts a fresh deadline.
-    Responded,
-}
-
 /// A connection with its protocol state and deadline, between two reads: what a `pool` worker
 /// hands to the waiting room ([`super::waiting_room`]) when it steps aside, and takes back once
 /// the client has sent more.
@@ -237,7 +223,7 @@ impl Session {
     /// A freshly accepted connection: the header timeout runs.
     pub fn new(conn: Connection, pipeline: &Pipeline) -> Session {
         let state = ConnState::new(conn.peer);
-        let deadline = Instant::now() + pipeline.cfg.header_timeout();
+        let deadline = Phase::Head.deadline(&pipeline.cfg, Instant::now());
         Session { conn, state, phase: Phase::Head, deadline, prepared: false }
     }
 
@@ -346,7 +332,7 @@ impl Blocking<'_> {
                         if !self.send(Outgoing::new(resp)) {
                             return false;
                         }
-                        self.phase = Phase::Responded;
+                        self.phase = Phase::Served;
                         break;
                     }
                     Step::NeedMore => {
@@ -414,9 +400,7 @@ impl Blocking<'_> {
         let phase = if self.state.is_idle() { Phase::Idle } else { Phase::Head };
         if phase != self.phase {
             self.phase = phase;
-            let timeout =
-                if phase == Phase::Idle { cfg.keepalive_timeout() } else { cfg.header_timeout() };
-            self.deadline = Instant::now() + timeout;
+            self.deadline = phase.deadline(cfg, Instant::now());
         }
         loop {
             if Instant::now() >= self.deadline {

@@ -9,7 +9,7 @@
 //! send) and swept every 250 ms. Accepting pauses while the connection cap is reached or the
 //! process is out of descriptors (re-armed after 100 ms), never spinning on a ready listener.
 
-use super::lifecycle::{Lifecycle, Phase, TICK};
+use super::lifecycle::{ACCEPT_BACKOFF, Lifecycle, Phase, TICK};
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
@@ -21,13 +21,12 @@ use std::net::{TcpListener, TcpStream};
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const LISTENER: u64 = u64::MAX;
 const WAKER: u64 = u64::MAX - 1;
 use super::job_results::JobResults;
 
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 const ACCEPT_BATCH: usize = 64;
 
 /// Who runs the blocking jobs of an event loop.

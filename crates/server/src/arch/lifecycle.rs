@@ -1,14 +1,22 @@
-//! What both event loops (epoll in [`super::event_loop`], io_uring in [`super::uring`]) do
-//! around their events, whatever they wait on: the phase a connection is in and the deadline
-//! that phase gives it, the housekeeping tick, and the graceful-shutdown sequence (notice the
-//! signal, drain, stop once drained or at the deadline).
+//! What every architecture's serving loop does around its events, whatever it waits on: the
+//! phase a connection is in and the deadline that phase gives it, the housekeeping tick, the
+//! pause after `accept` ran out of descriptors, and — for the event loops (epoll in
+//! [`super::event_loop`], io_uring in [`super::uring`]) — the graceful-shutdown sequence
+//! (notice the signal, drain, stop once drained or at the deadline). The blocking driver
+//! ([`super::blocking`]) shares the phases, the tick and the back-off.
 
 use crate::config::Config;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// How often a loop wakes for housekeeping (timeouts, page yields, accept back-off).
+/// How often a loop wakes for housekeeping (timeouts, page yields, accept back-off); in the
+/// blocking architectures, the longest a socket call blocks — the granularity of their
+/// timeouts and of noticing a shutdown.
 pub const TICK: Duration = Duration::from_millis(250);
+
+/// Pause after `accept` failed for lack of descriptors (`EMFILE`/`ENFILE`): the connections
+/// already open get a chance to close before the next attempt.
+pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// What a connection waits for, which decides its timeout.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -20,6 +28,7 @@ pub enum Phase {
     /// Blocked on a full socket buffer, or a send in flight: send timeout.
     Send,
     /// Waiting for disk work (a job, a helper, the ring): no timeout, the disk bounds it.
+    /// (The blocking architectures run jobs inline and never park.)
     Parked,
     /// A response just completed: whatever the connection waits for next starts a fresh
     /// deadline (a pipelining client is never timed out for its previous request's wait).

@@ -19,7 +19,8 @@
 //! is pinned to CPU i mod the number of CPUs. Only the parent prints the listening line.
 
 use super::Server;
-use super::blocking::{self, Gate, Stop, TICK};
+use super::blocking::{self, Gate, Stop};
+use super::lifecycle::TICK;
 use crate::config::Config;
 use crate::operator::SignalCounts;
 use crate::pipeline::Pipeline;

@@ -15,7 +15,8 @@
 //! graceful shutdown it closes idle parked connections at once, lets those with a request
 //! arriving finish, and ends when none is left.
 
-use super::blocking::{Session, Stop, TICK};
+use super::blocking::{Session, Stop};
+use super::lifecycle::TICK;
 use crate::pipeline::Pipeline;
 use amped_sys::epoll::{Interest, Poller, Waker};
 use crossbeam_channel::{Receiver, Sender, unbounded};

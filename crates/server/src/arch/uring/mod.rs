@@ -23,7 +23,7 @@ mod send;
 
 use super::amped::HelperPool;
 use super::event_loop::JobRunner;
-use super::lifecycle::{Lifecycle, Phase, TICK};
+use super::lifecycle::{ACCEPT_BACKOFF, Lifecycle, Phase, TICK};
 use crate::disk::translate::Translation;
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
@@ -44,7 +44,6 @@ use std::time::{Duration, Instant};
 const ACCEPT: u64 = u64::MAX;
 const WAKER: u64 = u64::MAX - 1;
 const RING_ENTRIES: u32 = 1024;
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Receive size for a new request head (most fit); a head already begun may take more.
 const RECV_FIRST: usize = 4 << 10;
 const RECV_MORE: usize = 16 << 10;
