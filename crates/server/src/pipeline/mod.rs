@@ -12,6 +12,8 @@ pub mod conn;
 mod cors;
 mod fallback;
 mod respond;
+#[cfg(test)]
+mod seam_tests;
 
 use crate::access_log::AccessLogger;
 use crate::cache::{Caches, FileEntry, FileLookup, PathLookup, lock};
