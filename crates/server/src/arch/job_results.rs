@@ -2,6 +2,11 @@
 //! failed job, answered 500, rather than a lost request), queues the result and rings an
 //! eventfd that the loop polls like a socket. One implementation for AMPED's helpers and the
 //! staged architecture's stage threads.
+//!
+//! The eventfd is rung once per batch: after the first result since the loop last looked,
+//! further results only queue (a flag says the loop is already called). On a server whose
+//! threads share one core, each ring would otherwise wake the loop and preempt the worker, a
+//! pair of context switches per job.
 
 use crate::pipeline::{Job, JobDone, Pipeline};
 use crate::stats::bump;
@@ -9,11 +14,13 @@ use amped_sys::epoll::Waker;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The loop's side: the results that arrived and the eventfd that says so.
 pub struct JobResults {
     rx: Receiver<(u64, JobDone)>,
     waker: Arc<Waker>,
+    rung: Arc<AtomicBool>,
 }
 
 /// A worker's side (cloned into every worker thread).
@@ -21,6 +28,8 @@ pub struct JobResults {
 pub struct Reporter {
     tx: Sender<(u64, JobDone)>,
     waker: Arc<Waker>,
+    /// The eventfd was rung and the loop has not reset it yet.
+    rung: Arc<AtomicBool>,
 }
 
 impl JobResults {
@@ -28,7 +37,11 @@ impl JobResults {
     pub fn new() -> std::io::Result<(JobResults, Reporter)> {
         let (tx, rx) = unbounded();
         let waker = Arc::new(Waker::new()?);
-        Ok((JobResults { rx, waker: waker.clone() }, Reporter { tx, waker }))
+        let rung = Arc::new(AtomicBool::new(false));
+        Ok((
+            JobResults { rx, waker: waker.clone(), rung: rung.clone() },
+            Reporter { tx, waker, rung },
+        ))
     }
 
     /// Moves every result that has arrived into `out`.
@@ -41,8 +54,10 @@ impl JobResults {
         self.waker.as_fd()
     }
 
-    /// Resets the eventfd once its results are collected.
+    /// Resets the eventfd before its results are collected: a result queued after this rings
+    /// again, one queued before it is collected now.
     pub fn drain_waker(&self) {
+        self.rung.store(false, Ordering::SeqCst);
         self.waker.drain();
     }
 }
@@ -57,8 +72,45 @@ impl Reporter {
         self.tx.send((token, done)).is_ok()
     }
 
-    /// Tells the loop that results are waiting (once per job, or once per batch).
+    /// Tells the loop that results are waiting, unless it was told since it last looked.
     pub fn wake(&self) {
-        self.waker.wake();
+        if !self.rung.swap(true, Ordering::SeqCst) {
+            self.waker.wake();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amped_sys::epoll::{Interest, Poller};
+    use std::time::Duration;
+
+    /// Whether the loop's poller would wake now.
+    fn rings(poller: &mut Poller) -> bool {
+        poller.wait(Some(Duration::ZERO)).unwrap().count() > 0
+    }
+
+    #[test]
+    fn a_batch_rings_once_and_no_result_is_left_unannounced() {
+        let (results, reporter) = JobResults::new().unwrap();
+        let mut poller = Poller::new(8).unwrap();
+        poller.add(results.waker(), 1, Interest::Read).unwrap();
+        assert!(!rings(&mut poller));
+        for token in 0..3 {
+            reporter.tx.send((token, JobDone::ReadAhead)).unwrap();
+            reporter.wake();
+        }
+        assert!(rings(&mut poller), "the first result rings");
+        // The loop resets, then collects: all three are there.
+        results.drain_waker();
+        let mut out = Vec::new();
+        results.collect(&mut out);
+        assert_eq!(out.len(), 3);
+        assert!(!rings(&mut poller), "nothing new since the loop looked");
+        // A result after the reset rings again, though the earlier ones did not ring again.
+        reporter.tx.send((9, JobDone::ReadAhead)).unwrap();
+        reporter.wake();
+        assert!(rings(&mut poller), "a result after the loop looked rings again");
     }
 }
