@@ -27,11 +27,6 @@ use std::thread::JoinHandle;
 pub struct HelperPool {
     metadata: Option<Sender<(u64, Job)>>,
     data: Arc<ReadLane>,
-    /// Jobs submitted during this turn of the loop, handed over by [`JobRunner::flush`]:
-    /// metadata jobs to send, and how many read jobs were queued without a wake-up.
-    held: Vec<(u64, Job)>,
-    quiet_reads: usize,
-    helpers: usize,
     results: JobResults,
     threads: Vec<JoinHandle<()>>,
 }
@@ -61,15 +56,7 @@ impl HelperPool {
             })?;
             threads.push(t);
         }
-        Ok(HelperPool {
-            metadata: Some(meta_tx),
-            data,
-            held: Vec::new(),
-            quiet_reads: 0,
-            helpers: n,
-            results,
-            threads,
-        })
+        Ok(HelperPool { metadata: Some(meta_tx), data, results, threads })
     }
 }
 
@@ -96,23 +83,13 @@ impl JobRunner for HelperPool {
     fn submit(&mut self, token: u64, job: Job) -> Option<JobDone> {
         crate::metrics::helper_queue(1);
         match job {
-            Job::Resolve { .. } => self.held.push((token, job)),
-            Job::ReadAhead { .. } | Job::Fill { .. } => {
-                self.data.push_quietly(token, job);
-                self.quiet_reads += 1;
+            Job::Resolve { .. } => {
+                let tx = self.metadata.as_ref().expect("helpers run until the pool is dropped");
+                tx.send((token, job)).expect("helpers outlive the pool's sender");
             }
+            Job::ReadAhead { .. } | Job::Fill { .. } => self.data.push(token, job),
         }
         None
-    }
-
-    /// Wakes each lane's helpers once per turn of the loop rather than once per job: on a
-    /// server whose threads share a core, a wake-up per job preempts the loop for every job.
-    fn flush(&mut self) {
-        let tx = self.metadata.as_ref().expect("helpers run until the pool is dropped");
-        for item in self.held.drain(..) {
-            tx.send(item).expect("helpers outlive the pool's sender");
-        }
-        self.data.wake(std::mem::take(&mut self.quiet_reads).min(self.helpers));
     }
 
     fn results(&self) -> Option<&JobResults> {

@@ -54,9 +54,6 @@ pub trait JobRunner {
             r.drain_waker();
         }
     }
-    /// Hands over the jobs submitted since the last call, before the loop waits for events
-    /// (a runner may hold them so that one turn of the loop wakes its workers once).
-    fn flush(&mut self) {}
 }
 
 struct Conn {
@@ -132,7 +129,6 @@ impl<R: JobRunner> EventLoop<R> {
                 return Ok(());
             }
             ready.clear();
-            self.runner.flush();
             ready.extend(self.poller.wait(Some(TICK))?);
             for ev in &ready {
                 match ev.token {

@@ -103,15 +103,8 @@ impl ReadLane {
         ReadLane { state: Mutex::default(), ready: Condvar::new(), order }
     }
 
-    /// Queues `job` for `token` and wakes a helper.
+    /// Queues `job` for `token`; a job without an age counts as beginning now.
     pub fn push(&self, token: u64, job: Job) {
-        self.push_quietly(token, job);
-        self.ready.notify_one();
-    }
-
-    /// Queues `job` for `token` without waking a helper: the caller wakes them with
-    /// [`ReadLane::wake`] once it has queued its batch.
-    pub fn push_quietly(&self, token: u64, job: Job) {
         let continues = job.continues();
         let since = match job.since() {
             Some(since) if !(continues && self.order == TransferOrder::Fair) => since,
@@ -122,13 +115,8 @@ impl ReadLane {
         st.next_seq += 1;
         let queue = if continues { &mut st.continuing } else { &mut st.fresh };
         queue.push(Reverse(Aged::new(since, seq, (token, job))));
-    }
-
-    /// Wakes up to `n` waiting helpers.
-    pub fn wake(&self, n: usize) {
-        for _ in 0..n {
-            self.ready.notify_one();
-        }
+        drop(st);
+        self.ready.notify_one();
     }
 
     /// The next job, waiting for one; `None` once the lane is closed (jobs still queued
@@ -219,20 +207,6 @@ mod tests {
         lane.push(32, read_job(t0 + ms(60), false));
         let order: Vec<u64> = (0..3).map(|_| lane.pop().unwrap().0).collect();
         assert_eq!(order, [31, 24, 32]);
-    }
-
-    #[test]
-    fn quietly_queued_jobs_wait_for_the_wake() {
-        let lane = Arc::new(ReadLane::new(TransferOrder::Oldest));
-        let waiter = {
-            let lane = lane.clone();
-            std::thread::spawn(move || lane.pop().map(|(token, _)| token))
-        };
-        std::thread::sleep(Duration::from_millis(20));
-        lane.push_quietly(7, read_job(Instant::now(), false));
-        assert_eq!(lane.len(), 1, "queued");
-        lane.wake(1);
-        assert_eq!(waiter.join().unwrap(), Some(7), "the woken helper takes it");
     }
 
     #[test]

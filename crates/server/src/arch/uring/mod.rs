@@ -165,7 +165,6 @@ impl UringLoop {
                 return Ok(()); // dropping the ring cancels what is left and waits for it
             }
             self.arm_accept();
-            self.helpers.flush();
             self.ring.submit_and_wait(TICK)?;
             self.ring.completions(&mut batch);
             for c in batch.drain(..) {
