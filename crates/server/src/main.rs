@@ -26,6 +26,8 @@ fn main() -> ExitCode {
         Err(e) => return fail(&first_line(&e.to_string())),
     };
     let fd_limit = amped_sys::limits::raise_nofile_limit().unwrap_or(1024);
+    // Big generated pages (listings) go back to the kernel when freed (crates/sys/src/memory.rs).
+    amped_sys::memory::map_large_blocks(1 << 20);
     let cfg = match Config::load(args.clone()) {
         Ok(mut c) => {
             c.fit_descriptors(fd_limit);

@@ -81,6 +81,8 @@ mod framing;
 mod limits_timeouts;
 #[path = "wire/listeners.rs"]
 mod listeners;
+#[path = "wire/memory_bounds.rs"]
+mod memory_bounds;
 #[path = "wire/metrics.rs"]
 mod metrics;
 #[path = "wire/observability.rs"]

@@ -34,7 +34,11 @@ pub fn render(dir: &Path, url_path: &str, dotfiles: bool) -> std::io::Result<Vec
         .collect();
     names.sort();
     let title = amped_http::html_escape(url_path);
-    let mut page = format!(
+    // Sized for the whole page at once: growing it by doubling would leave freed blocks of
+    // every size up to the page's behind in the helper's heap.
+    let guess: usize = names.iter().map(|(n, _)| 2 * n.len() + 40).sum::<usize>() + 256;
+    let mut page = String::with_capacity(guess);
+    page += &format!(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of {title}</title></head>\n<body><h1>Index of {title}</h1>\n<ul>\n"
     );
     if url_path != "/" {
@@ -49,8 +53,15 @@ pub fn render(dir: &Path, url_path: &str, dotfiles: bool) -> std::io::Result<Vec
         ));
     }
     page.push_str("</ul></body></html>\n");
+    if page.len() >= BIG_PAGE {
+        // The directory's names are freed by now: give their pages back to the kernel.
+        amped_sys::memory::trim_heap();
+    }
     Ok(page.into_bytes())
 }
+
+/// A listing at least this large gives freed heap back to the kernel once rendered.
+const BIG_PAGE: usize = 1 << 20;
 
 #[cfg(test)]
 mod tests {

@@ -271,7 +271,7 @@ fn uring_refused_by_the_kernel_fails_clearly() {
 }
 
 /// Resident memory of process `pid`, from /proc/PID/status (VmRSS), in bytes.
-fn rss_bytes(pid: u32) -> u64 {
+pub(crate) fn rss_bytes(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS");
     line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
