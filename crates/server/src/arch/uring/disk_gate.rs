@@ -19,11 +19,10 @@ use std::time::{Duration, Instant};
 pub(super) struct ColdRead {
     /// The connection's token.
     pub token: u64,
-    /// The file, offset, most bytes and the buffer to read into.
+    /// The file, offset and most bytes to read (the buffer is taken when the read starts).
     pub file: Arc<FileEntry>,
     pub offset: u64,
     pub max: usize,
-    pub buf: Vec<u8>,
 }
 
 /// How far ahead of newer work an older response's job may go (one queue here): pure oldest-first would let long transfers starve new requests, pure FIFO
@@ -97,7 +96,7 @@ mod tests {
         let file = std::fs::File::open(&path).unwrap();
         let meta = file.metadata().unwrap();
         let file = Arc::new(FileEntry::new(path, file, &meta, None));
-        ColdRead { token, file, offset: 0, max: 1, buf: Vec::new() }
+        ColdRead { token, file, offset: 0, max: 1 }
     }
 
     #[test]

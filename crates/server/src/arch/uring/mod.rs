@@ -298,8 +298,15 @@ impl UringLoop {
                 if cold {
                     bump(self.pipeline.stats.residency_misses());
                     if !self.gate.try_start() {
+                        // No buffer waits for the disk: behind a capped disk every connection
+                        // may queue here, and 128 KiB each of memory they had touched put a
+                        // 128 MiB server over its limit. One is taken when the read starts.
+                        if spare.len() < SPARE_BUFFERS {
+                            spare.push(buf);
+                        }
                         let since = out.since;
-                        return self.gate.wait(since, ColdRead { token, file, offset, max, buf });
+                        let read = ColdRead { token, file, offset, max };
+                        return self.gate.wait(since, read);
                     }
                     out.cold_read = true;
                 }
@@ -555,20 +562,17 @@ impl UringLoop {
         while let Some(r) = self.gate.next() {
             let Some(key) = self.live_key(r.token) else {
                 self.gate.finished();
-                self.recycle(r.buf);
                 continue;
             };
             let c = &mut self.conns[key];
             match c.out.as_mut() {
                 Some(out) if !c.closing && c.op.is_none() => {
                     out.cold_read = true;
-                    let op = self.ring.read(r.token, r.file.file.as_fd(), r.buf, r.offset, r.max);
+                    let buf = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
+                    let op = self.ring.read(r.token, r.file.file.as_fd(), buf, r.offset, r.max);
                     c.op = Some(op);
                 }
-                _ => {
-                    self.gate.finished();
-                    self.recycle(r.buf);
-                }
+                _ => self.gate.finished(),
             }
         }
     }
