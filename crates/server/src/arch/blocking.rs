@@ -97,6 +97,11 @@ impl Gate {
         Arc::new(Gate { open: Mutex::new(Slab::new()), freed: Condvar::new(), max, stats })
     }
 
+    /// Whether no connection is open.
+    pub fn is_empty(&self) -> bool {
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    }
+
     /// Waits until a connection may be accepted; false if shutdown began meanwhile.
     pub fn wait_for_slot(&self, stop: &Stop) -> bool {
         let mut open = lock(&self.open);

@@ -35,11 +35,16 @@ pub fn run(
     let stop = Arc::new(Stop::new(shutdown.clone(), &pipeline.cfg));
     let gate = Gate::new(pipeline.cfg.max_connections, pipeline.stats.clone());
     while let Some(conn) = blocking::next_connection(&listener, &gate, &stop) {
-        let (p, s) = (pipeline.clone(), stop.clone());
-        let spawned = std::thread::Builder::new()
-            .name("conn".into())
-            .stack_size(STACK)
-            .spawn(move || blocking::serve(&p, conn, &s));
+        let (p, s, g) = (pipeline.clone(), stop.clone(), gate.clone());
+        let spawned =
+            std::thread::Builder::new().name("conn".into()).stack_size(STACK).spawn(move || {
+                blocking::serve(&p, conn, &s);
+                // The last connection of a burst gives the heap back: each thread's buffers
+                // were freed into one of the allocator's arenas, which keep them otherwise.
+                if g.is_empty() {
+                    amped_sys::memory::trim_heap();
+                }
+            });
         if let Err(e) = spawned {
             // The connection was moved into the closure and is closed with it.
             crate::errlog::error!(
