@@ -568,7 +568,10 @@ impl UringLoop {
             match c.out.as_mut() {
                 Some(out) if !c.closing && c.op.is_none() => {
                     out.cold_read = true;
-                    let buf = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
+                    // A kept buffer may still hold the chunk it last carried: a ring read
+                    // appends, so it starts empty.
+                    let mut buf = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
+                    buf.clear();
                     let op = self.ring.read(r.token, r.file.file.as_fd(), buf, r.offset, r.max);
                     c.op = Some(op);
                 }
