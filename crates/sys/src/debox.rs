@@ -51,6 +51,8 @@ pub enum Call {
     Stat,
     /// `read`/`pread` of a file.
     FileRead,
+    /// Reading a directory's entries whole (`getdents64` until the end; a listing).
+    ReadDir,
     /// `io_uring_enter`: submit, and the io_uring loop's idle wait.
     UringEnter,
     /// eventfd write/read (helpers waking the loop).
@@ -59,7 +61,7 @@ pub enum Call {
 
 impl Call {
     /// Every call, in output order.
-    pub const ALL: [Call; 16] = [
+    pub const ALL: [Call; 17] = [
         Call::EpollWait,
         Call::EpollCtl,
         Call::Accept,
@@ -74,6 +76,7 @@ impl Call {
         Call::Open,
         Call::Stat,
         Call::FileRead,
+        Call::ReadDir,
         Call::UringEnter,
         Call::Wake,
     ];
@@ -95,6 +98,7 @@ impl Call {
             Call::Open => "open",
             Call::Stat => "stat",
             Call::FileRead => "file_read",
+            Call::ReadDir => "read_dir",
             Call::UringEnter => "io_uring_enter",
             Call::Wake => "eventfd",
         }
@@ -112,6 +116,7 @@ impl Call {
                 | Call::Open
                 | Call::Stat
                 | Call::FileRead
+                | Call::ReadDir
         )
     }
 

@@ -40,6 +40,19 @@ pub fn canonicalize(path: &Path) -> io::Result<PathBuf> {
     around(Call::Stat, About::Path(path), || std::fs::canonicalize(path))
 }
 
+/// The entries of directory `dir` (name and whether it is a directory), read whole: one
+/// profiled call for the whole walk, as a listing needs them all. Entries that vanish or
+/// cannot be typed while being read are left out.
+#[track_caller]
+pub fn read_dir(dir: &Path) -> io::Result<Vec<(std::ffi::OsString, bool)>> {
+    around(Call::ReadDir, About::Path(dir), || {
+        Ok(std::fs::read_dir(dir)?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| Some((e.file_name(), e.file_type().ok()?.is_dir())))
+            .collect())
+    })
+}
+
 /// `pread` of up to `buf.len()` bytes at `pos`.
 #[track_caller]
 pub fn read_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {

@@ -23,13 +23,9 @@ const PATH_SEGMENT: &AsciiSet = &CONTROLS
 /// cannot be opened is an error (answered by the table in [`super::fs_error`]), never an
 /// empty listing.
 pub fn render(dir: &Path, url_path: &str, dotfiles: bool) -> std::io::Result<Vec<u8>> {
-    let mut names: Vec<(String, bool)> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let is_dir = e.file_type().ok()?.is_dir();
-            Some((name, is_dir))
-        })
+    let mut names: Vec<(String, bool)> = amped_sys::files::read_dir(dir)?
+        .into_iter()
+        .filter_map(|(name, is_dir)| Some((name.into_string().ok()?, is_dir)))
         .filter(|(n, _)| dotfiles || !n.starts_with('.'))
         .collect();
     names.sort();

@@ -141,6 +141,27 @@ fn helper_blocks_instead_of_the_loop(arch: &str) {
     );
 }
 
+/// A directory listing's read of the directory is profiled, on a helper, not on the loop.
+#[test]
+fn a_listing_reads_its_directory_on_a_helper_in_the_profile() {
+    let s = Server::start(
+        &["--arch", "amped"],
+        &["--debox", "--listing", "--stats-path", STATS],
+        |root| {
+            for i in 0..20 {
+                write(root, &format!("d/f{i}.txt"), "x");
+            }
+        },
+    );
+    let r = s.get("/d/");
+    r.assert_status(200);
+    assert!(String::from_utf8_lossy(&r.body).contains("f19.txt"));
+    let p = stats(s.addr, PROFILE);
+    let row = call(&p, "helper", "read_dir").unwrap_or_else(|| panic!("no read_dir row: {p}"));
+    assert_eq!(num(row, "count"), 1, "{row}");
+    assert!(call(&p, "loop", "read_dir").is_none(), "the loop read a directory: {p}");
+}
+
 /// `--debox-out` writes the profile when the server stops.
 #[test]
 fn profile_is_written_at_exit() {
