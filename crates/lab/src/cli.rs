@@ -93,6 +93,11 @@ pub struct CommonArgs {
     #[arg(long)]
     pub no_pin: bool,
 
+    /// Run amped without its DeBox profile in disk-bound cells (the profile costs about 3 %
+    /// of the server's CPU; without it the summaries have no "who blocked where" table).
+    #[arg(long)]
+    pub no_profile: bool,
+
     /// Seed for generated files and traces.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

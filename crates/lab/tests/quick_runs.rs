@@ -189,8 +189,11 @@ fn disk_bound_given_rates_rounds_and_a_heavy_tailed_trace() {
         "0.3",
         "--window",
         "0.65",
+        "--no-profile",
     ]);
     run.assert_ok();
+    // --no-profile: amped ran without --debox, so no "who blocked where".
+    assert!(!run.read("summary.md").contains("## Who blocked where"), "profiled anyway");
     let rows = run.csv("results.csv");
     let cells: Vec<(&str, &str, &str)> = rows
         .iter()

@@ -605,7 +605,7 @@ pub fn run_one_watched(
     started: &mut dyn FnMut(&RunningServer),
 ) -> DiskCell {
     let mut cell = DiskCell::new(&spec.label, &emu.name);
-    let spec = &super::debox_probe::profiled(spec);
+    let spec = &if lab.profile { super::debox_probe::profiled(spec) } else { spec.clone() };
     let session = match Session::open(lab, emu, spec, root, probe, tag) {
         Ok(s) => s,
         Err(e) => {

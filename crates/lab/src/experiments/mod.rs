@@ -45,6 +45,8 @@ pub struct Lab {
     /// The command line that ran the experiment (this process's, or setup.json's when a run
     /// is rebuilt by `amplab report`).
     pub command: String,
+    /// amped cells run with `--debox` and their profile is read (off with `--no-profile`).
+    pub profile: bool,
 }
 
 /// The experiments' names, as setup.json records them.
@@ -107,6 +109,7 @@ impl Lab {
             servers,
             skipped,
             command: std::env::args().collect::<Vec<_>>().join(" "),
+            profile: !common.no_profile,
         })
     }
 
@@ -165,6 +168,7 @@ impl Lab {
             seed,
             servers: Vec::new(),
             skipped,
+            profile: !argv.iter().any(|a| a == "--no-profile"),
             command: argv.join(" "),
         })
     }
