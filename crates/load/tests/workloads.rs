@@ -126,12 +126,12 @@ fn holds_two_thousand_connections() {
         return;
     }
     let server = serve(|_| Reply::Send(ok("many")));
-    let run = ampload(&["-n", "4000", "-c", "2000", "-t", "2", "--json", &server.url("/")]);
+    // A duration, not a request count: with a count, a fast server could answer them all
+    // before the last connections were opened (seen on a loaded machine: 1 878 of 2 000).
+    let run = ampload(&["-d", "2s", "-c", "2000", "-t", "2", "--json", &server.url("/")]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let r = run.json();
-    assert_eq!(
-        (n(&r["requests"]), n(&r["connections_opened"]), n(&r["errors_total"])),
-        (4000, 2000, 0)
-    );
+    assert_eq!((n(&r["connections_opened"]), n(&r["errors_total"])), (2000, 0), "{r}");
+    assert!(n(&r["requests"]) >= 2000, "at least as many requests as connections: {r}");
     assert_eq!(server.connections(), 2000);
 }
