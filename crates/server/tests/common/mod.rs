@@ -206,6 +206,19 @@ impl Server {
         String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
     }
 
+    /// Stderr once it contains `needle`, or as it is after 5 s (stderr is read by a thread,
+    /// so a line the server wrote may not have arrived yet).
+    pub fn stderr_with(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let err = self.stderr();
+            if err.contains(needle) || std::time::Instant::now() > deadline {
+                return err;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// A new connection to the server.
     pub fn conn(&self) -> Conn {
         Conn::open(self.addr)

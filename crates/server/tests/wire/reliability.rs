@@ -330,7 +330,8 @@ fn user_switch_after_binding() {
     assert!(stdout.contains("serving /root with arch"), "{stdout}");
     let s = Server::start(&[], &[], |root| write(root, "a.txt", "A"));
     s.get("/a.txt").assert_status(200);
-    assert!(s.stderr().contains("warn: serving as root; --user USER"), "{}", s.stderr());
+    let warn = "warn: serving as root; --user USER";
+    assert!(s.stderr_with(warn).contains(warn), "{}", s.stderr());
     let s = Server::start(&[], &["--allow-root"], |root| write(root, "a.txt", "A"));
     s.get("/a.txt").assert_status(200);
     assert!(!s.stderr().contains("serving as root"), "{}", s.stderr());
