@@ -139,6 +139,9 @@ impl<R: JobRunner> EventLoop<R> {
             }
             let now = Instant::now();
             if life.sweep_due(now) {
+                // Results are also collected on the sweep, so a wake-up that went missing
+                // would cost at most one tick, never a hang.
+                self.finish_jobs();
                 self.sweep(now);
                 let yielded = self.pipeline.caches.pages.release_due(now);
                 self.pipeline.stats.page_yields().fetch_add(yielded, Ordering::Relaxed);

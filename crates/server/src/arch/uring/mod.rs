@@ -176,6 +176,9 @@ impl UringLoop {
             }
             let now = Instant::now();
             if life.sweep_due(now) {
+                // Results are also collected on the sweep, so a wake-up that went missing
+                // would cost at most one tick, never a hang.
+                self.on_waker(true);
                 self.sweep(now);
             }
         }
