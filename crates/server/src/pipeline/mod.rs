@@ -227,7 +227,7 @@ impl Pipeline {
 
     /// Continues the request that was waiting for `done`.
     pub fn resume(&self, c: &mut ConnState, done: JobDone) -> Step {
-        let Some(mut req) = c.pending.take() else {
+        let Some(mut req) = c.pending.take().map(|boxed| *boxed) else {
             return Step::Close; // no request was waiting: an architecture bug, fail safe
         };
         let r = match done {
@@ -559,7 +559,7 @@ impl Pipeline {
             known,
         };
         req.with_timeline(Timeline::job_submitted);
-        c.pending = Some(req);
+        c.pending = Some(Box::new(req));
         Step::Block(job)
     }
 

@@ -96,8 +96,10 @@ struct Conn {
     timed_out: bool,
     /// Bytes of an unfinished request had arrived when the receive was submitted.
     partial: bool,
-    out: Option<Sending>,
-    opening: Option<Opening>,
+    /// Boxed, as are `opening` and a waiting request (`ConnState::pending`): an idle
+    /// connection then holds only a pointer for each (≈ 1 KiB less per connection).
+    out: Option<Box<Sending>>,
+    opening: Option<Box<Opening>>,
     /// Idle past [`DOZE_AFTER`]: the receive was cancelled and the connection waits with a
     /// poll, holding no buffer (its next request gets one when it is readable).
     dozing: bool,
@@ -274,7 +276,7 @@ impl UringLoop {
     fn on_step(&mut self, key: usize, step: Step) {
         match step {
             Step::Respond(resp) => {
-                self.conns[key].out = Some(Sending::new(resp));
+                self.conns[key].out = Some(Box::new(Sending::new(resp)));
                 self.pump(key);
             }
             Step::Block(job) => self.run_job(key, job),
@@ -364,7 +366,7 @@ impl UringLoop {
                 match self.ring.open(token, &opening.path) {
                     Ok(op) => {
                         c.op = Some(op);
-                        c.opening = Some(opening);
+                        c.opening = Some(Box::new(opening));
                     }
                     Err(e) => {
                         let OpenStep::Done(r) = opening.opened(Err(e)) else {
@@ -430,7 +432,7 @@ impl UringLoop {
                 if c.timed_out {
                     c.timed_out = false; // from here the send timeout applies to the 408
                     let resp = self.pipeline.timeout_response(c.state.peer, &c.state.inbuf);
-                    c.out = Some(Sending::new(resp));
+                    c.out = Some(Box::new(Sending::new(resp)));
                     return self.pump(key);
                 }
                 match r {
