@@ -219,6 +219,7 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         page_yield_above => "--page-yield-above",
         transfer_order => "--transfer-order",
         fill_ahead => "--fill-ahead",
+        disk_concurrency => "--disk-concurrency",
         max_connections => "--max-connections",
         stages => "--stage-queue/--stage-threads-max/--stage-batch-max",
         limits => "--max-head-bytes/--max-uri-bytes",

@@ -87,6 +87,11 @@ pub struct Args {
     /// queue, at the cost of requests waiting behind it [default: 0].
     #[arg(long, value_name = "PIECES")]
     pub fill_ahead: Option<u64>,
+    /// Cold reads at the disk at once: `auto` adapts between 1 and 4 × --helpers to the
+    /// throughput the disk shows (one for a disk that serves one read at a time, many for one
+    /// that serves many), or a fixed number [default: auto].
+    #[arg(long, value_name = "auto|N")]
+    pub disk_concurrency: Option<String>,
     /// Pathname-cache capacity in entries [default: 32768].
     #[arg(long, value_name = "N")]
     pub path_cache_entries: Option<usize>,
@@ -294,6 +299,7 @@ impl Args {
             read_path,
             transfer_order,
             fill_ahead,
+            disk_concurrency,
             header_timeout,
             keepalive_timeout,
             send_timeout,

@@ -225,6 +225,8 @@ pub struct Config {
     pub transfer_order: TransferOrder,
     /// Further 128 KiB pieces a pipe fill asks the disk for at once (0: none).
     pub fill_ahead: u64,
+    /// Cold reads at the disk at once: a fixed number, or `None` to adapt.
+    pub disk_concurrency: Option<usize>,
     /// Staleness bound of every cache: metadata older than this is revalidated.
     pub revalidate_after: Duration,
     /// The options a reload changes while serving (timeouts, body limit): read them through
@@ -481,6 +483,13 @@ impl Config {
             Some(n) if n > 7 => return err(format!("--fill-ahead {n} is not in 0..=7")),
             n => n.unwrap_or(0),
         };
+        let disk_concurrency = match a.disk_concurrency.as_deref() {
+            None | Some("auto") => None,
+            Some(s) => match s.parse::<usize>() {
+                Ok(n) if (1..=1024).contains(&n) => Some(n),
+                _ => return err(format!("--disk-concurrency '{s}' is not auto or 1..=1024")),
+            },
+        };
         let run_as = match &a.user {
             None => None,
             Some(user) => {
@@ -565,6 +574,7 @@ impl Config {
             page_yield_above: a.page_yield_above.unwrap_or(0),
             transfer_order,
             fill_ahead,
+            disk_concurrency,
             revalidate_after: Duration::from_secs(1),
             live: Arc::new(Live::new(
                 [
@@ -749,6 +759,9 @@ mod tests {
         assert_eq!((c.path_cache_entries, c.file_cache_entries), (32768, 16384));
         assert_eq!(c.page_yield_above, 0, "the page-yield policy is off by default");
         assert_eq!((c.transfer_order, c.fill_ahead), (TransferOrder::Oldest, 0));
+        assert_eq!(c.disk_concurrency, None, "the disk-concurrency bound adapts by default");
+        assert_eq!(parse(&[".", "--disk-concurrency", "auto"]).unwrap().disk_concurrency, None);
+        assert_eq!(parse(&[".", "--disk-concurrency", "3"]).unwrap().disk_concurrency, Some(3));
         assert_eq!(c.fit_descriptors(1 << 20), None, "plenty of descriptors: unchanged");
         assert_eq!(c.fit_descriptors(20_000), Some(20_000 - 10_000 - 64));
         let mut c = parse(&[".", "--max-connections", "100", "--instances", "2"]).unwrap();
@@ -787,6 +800,8 @@ mod tests {
             (vec!["--chroot", "/", "--arch", "mp"], "not work with --arch mp"),
             (vec!["--transfer-order", "newest"], "--transfer-order 'newest' is not one of"),
             (vec!["--fill-ahead", "8"], "--fill-ahead 8 is not in 0..=7"),
+            (vec!["--disk-concurrency", "0"], "--disk-concurrency '0' is not auto or 1..=1024"),
+            (vec!["--disk-concurrency", "many"], "--disk-concurrency 'many' is not auto"),
         ] {
             let e = parse(&argv).unwrap_err().to_string();
             assert!(e.contains(needle), "{argv:?}: {e}");

@@ -22,6 +22,7 @@ mod open;
 mod send;
 
 use super::amped::HelperPool;
+use super::disk_concurrency::DiskConcurrency;
 use super::event_loop::JobRunner;
 use super::lifecycle::{ACCEPT_BACKOFF, Lifecycle, Phase, TICK};
 use crate::disk::translate::Translation;
@@ -134,7 +135,7 @@ impl UringLoop {
         listener: TcpListener,
     ) -> Self {
         UringLoop {
-            gate: DiskGate::new(pipeline.cfg.helpers),
+            gate: DiskGate::new(DiskConcurrency::configured(&pipeline.cfg)),
             spare_recv: Vec::new(),
             freed_recv: 0,
             pipeline,
@@ -467,7 +468,7 @@ impl UringLoop {
                     self.close(key); // read error, or the file shrank under the response
                 }
                 if was_cold {
-                    self.gate.finished();
+                    self.gate.finished(n as u64);
                     self.start_waiting_reads();
                 }
             }
@@ -554,7 +555,7 @@ impl UringLoop {
             // Abandoned mid-response: log what was sent.
             self.pipeline.complete(&out.resp, out.body_sent);
             if out.cold_read {
-                self.gate.finished();
+                self.gate.released();
                 self.start_waiting_reads();
             }
         }
@@ -566,7 +567,7 @@ impl UringLoop {
     fn start_waiting_reads(&mut self) {
         while let Some(r) = self.gate.next() {
             let Some(key) = self.live_key(r.token) else {
-                self.gate.finished();
+                self.gate.released();
                 continue;
             };
             let c = &mut self.conns[key];
@@ -580,7 +581,7 @@ impl UringLoop {
                     let op = self.ring.read(r.token, r.file.file.as_fd(), buf, r.offset, r.max);
                     c.op = Some(op);
                 }
-                _ => self.gate.finished(),
+                _ => self.gate.released(),
             }
         }
     }
