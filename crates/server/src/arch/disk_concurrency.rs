@@ -14,7 +14,11 @@
 //! not shown otherwise. Every 16 rounds the neighbours' throughputs are forgotten, so the
 //! bound probes both ways again when the disk or the load changes.
 //!
-//! `--disk-concurrency N` fixes the bound instead (the behaviour before, with N = `--helpers`).
+//! It is not the default: on the heavy-tailed access log over the one-arm FUSE disk it cost
+//! throughput and timed out more of the largest transfers than the fixed bound (a one-arm disk
+//! with one read in flight idles between reads, so "no gain from depth" was not what it
+//! measured; docs/BENCHMARKS.md §3b, 2026-11-25). `--disk-concurrency auto` turns it on; by
+//! default the bound is `--helpers`, and `--disk-concurrency N` fixes it at N.
 
 use std::time::{Duration, Instant};
 
@@ -52,12 +56,14 @@ impl DiskConcurrency {
         DiskConcurrency::new(n, n, n, false)
     }
 
-    /// The bound `cfg` asks for: `--disk-concurrency N`, or by default one adapting between
-    /// one and four times `--helpers`, starting at `--helpers`.
+    /// The bound `cfg` asks for: `--helpers` by default, `--disk-concurrency N`, or with
+    /// `auto` one adapting between one and four times `--helpers`, starting at `--helpers`.
     pub fn configured(cfg: &crate::config::Config) -> DiskConcurrency {
+        use crate::config::DiskBound;
         match cfg.disk_concurrency {
-            Some(n) => DiskConcurrency::fixed(n),
-            None => DiskConcurrency::adaptive(cfg.helpers, 4 * cfg.helpers),
+            DiskBound::AsHelpers => DiskConcurrency::fixed(cfg.helpers),
+            DiskBound::Fixed(n) => DiskConcurrency::fixed(n),
+            DiskBound::Auto => DiskConcurrency::adaptive(cfg.helpers, 4 * cfg.helpers),
         }
     }
 

@@ -95,6 +95,18 @@ impl ReadPath {
     }
 }
 
+/// How many cold reads may be at the disk at once (`--disk-concurrency`; see
+/// `arch/disk_concurrency.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskBound {
+    /// As many as there are helpers per lane (`--helpers`): the default.
+    AsHelpers,
+    /// This many.
+    Fixed(usize),
+    /// Adapted to the throughput the disk shows, between one and four times `--helpers`.
+    Auto,
+}
+
 /// The order in which the read lane serves chunks of transfers under way (new requests and
 /// transfers under way are served in turn either way; see `arch/read_lane.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -225,8 +237,8 @@ pub struct Config {
     pub transfer_order: TransferOrder,
     /// Further 128 KiB pieces a pipe fill asks the disk for at once (0: none).
     pub fill_ahead: u64,
-    /// Cold reads at the disk at once: a fixed number, or `None` to adapt.
-    pub disk_concurrency: Option<usize>,
+    /// Cold reads at the disk at once (`--disk-concurrency`).
+    pub disk_concurrency: DiskBound,
     /// Staleness bound of every cache: metadata older than this is revalidated.
     pub revalidate_after: Duration,
     /// The options a reload changes while serving (timeouts, body limit): read them through
@@ -484,9 +496,10 @@ impl Config {
             n => n.unwrap_or(0),
         };
         let disk_concurrency = match a.disk_concurrency.as_deref() {
-            None | Some("auto") => None,
+            None => DiskBound::AsHelpers,
+            Some("auto") => DiskBound::Auto,
             Some(s) => match s.parse::<usize>() {
-                Ok(n) if (1..=1024).contains(&n) => Some(n),
+                Ok(n) if (1..=1024).contains(&n) => DiskBound::Fixed(n),
                 _ => return err(format!("--disk-concurrency '{s}' is not auto or 1..=1024")),
             },
         };
@@ -759,9 +772,9 @@ mod tests {
         assert_eq!((c.path_cache_entries, c.file_cache_entries), (32768, 16384));
         assert_eq!(c.page_yield_above, 0, "the page-yield policy is off by default");
         assert_eq!((c.transfer_order, c.fill_ahead), (TransferOrder::Oldest, 0));
-        assert_eq!(c.disk_concurrency, None, "the disk-concurrency bound adapts by default");
-        assert_eq!(parse(&[".", "--disk-concurrency", "auto"]).unwrap().disk_concurrency, None);
-        assert_eq!(parse(&[".", "--disk-concurrency", "3"]).unwrap().disk_concurrency, Some(3));
+        assert_eq!(c.disk_concurrency, DiskBound::AsHelpers);
+        let bound = |v: &str| parse(&[".", "--disk-concurrency", v]).unwrap().disk_concurrency;
+        assert_eq!((bound("auto"), bound("3")), (DiskBound::Auto, DiskBound::Fixed(3)));
         assert_eq!(c.fit_descriptors(1 << 20), None, "plenty of descriptors: unchanged");
         assert_eq!(c.fit_descriptors(20_000), Some(20_000 - 10_000 - 64));
         let mut c = parse(&[".", "--max-connections", "100", "--instances", "2"]).unwrap();
