@@ -223,6 +223,17 @@ pub struct Args {
     /// Needs root; not with --arch mp (its workers are re-executed).
     #[arg(long, value_name = "DIR")]
     pub chroot: Option<PathBuf>,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first) on every --listen address;
+    /// needs --tls-key. Re-read on SIGHUP. Under sped, amped and staged.
+    #[arg(long, value_name = "PATH")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1). Re-read on SIGHUP.
+    #[arg(long, value_name = "PATH")]
+    pub tls_key: Option<PathBuf>,
+    /// With --tls-cert: also listen for plain HTTP on this address and answer every request
+    /// with a 301 to the same host, path and query over https (e.g. :80).
+    #[arg(long, value_name = "ADDR")]
+    pub redirect_http: Option<String>,
     /// Serve as root without the warning (e.g. in a container where root is unprivileged).
     #[arg(long)]
     pub allow_root: bool,
@@ -321,6 +332,9 @@ impl Args {
             user,
             group,
             chroot,
+            tls_cert,
+            tls_key,
+            redirect_http,
             max_connections_per_ip,
             rate_limit_per_ip,
             rate_limit_burst,

@@ -66,6 +66,11 @@ impl Arch {
         matches!(self, Arch::Sped | Arch::Amped | Arch::Uring | Arch::Staged)
     }
 
+    /// Whether HTTPS (`--tls-cert`) is served: the epoll event loops drive the TLS transport.
+    pub fn speaks_tls(self) -> bool {
+        matches!(self, Arch::Sped | Arch::Amped | Arch::Staged)
+    }
+
     /// Whether `--instances` applies (independent event loops on one port). Not `staged`:
     /// its stages and their controllers are one per server, observed as one in the stats.
     pub fn takes_instances(self) -> bool {
@@ -278,6 +283,19 @@ pub struct Config {
     pub max_connections_per_ip: Option<u32>,
     /// Requests a second one client address may send (`None`: unlimited).
     pub rate_limit_per_ip: Option<Rate>,
+    /// HTTPS on every `listen` address (`--tls-cert`, `--tls-key`), if on.
+    pub tls: Option<TlsFiles>,
+    /// The plain-HTTP address whose requests are redirected to https (`--redirect-http`).
+    pub redirect_http: Option<std::net::SocketAddr>,
+}
+
+/// The certificate and key files of `--tls-cert` / `--tls-key` (loaded by [`crate::tls`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain (PEM), as an absolute path: a reload re-reads it.
+    pub cert: PathBuf,
+    /// The private key (PEM).
+    pub key: PathBuf,
 }
 
 /// Which requests the slow-request log gets (docs/DEBOX.md).
@@ -414,6 +432,7 @@ impl Config {
                 arch.name()
             ));
         }
+        let (tls, redirect_http) = tls_options(&a.tls_cert, &a.tls_key, &a.redirect_http, arch)?;
         let threads = positive("threads", a.threads.unwrap_or(16))?;
         let limits = Limits {
             max_head_bytes: at_least("max-head-bytes", a.max_head_bytes.unwrap_or(8192), 256)?,
@@ -622,8 +641,46 @@ impl Config {
                 None => None,
                 Some(r) => Some(parse_rate(r, a.rate_limit_burst)?),
             },
+            tls,
+            redirect_http,
         })
     }
+}
+
+/// `--tls-cert`, `--tls-key` (both or neither; the files themselves are read by
+/// [`crate::tls`]) and `--redirect-http` (only with TLS), for an architecture that speaks TLS.
+fn tls_options(
+    cert: &Option<PathBuf>,
+    key: &Option<PathBuf>,
+    redirect: &Option<String>,
+    arch: Arch,
+) -> Result<(Option<TlsFiles>, Option<std::net::SocketAddr>), ConfigError> {
+    let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+    let tls = match (cert, key) {
+        (None, None) => None,
+        (Some(cert), Some(key)) => Some(TlsFiles { cert: absolute(cert), key: absolute(key) }),
+        (Some(_), None) => return err("--tls-cert needs --tls-key"),
+        (None, Some(_)) => return err("--tls-key needs --tls-cert"),
+    };
+    if tls.is_some() && !arch.speaks_tls() {
+        return err(format!(
+            "--arch {} does not serve TLS (--tls-cert): use sped, amped or staged",
+            arch.name()
+        ));
+    }
+    let redirect = match redirect.as_deref() {
+        None => None,
+        Some(_) if tls.is_none() => return err("--redirect-http needs --tls-cert and --tls-key"),
+        Some(s) => match ListenAddr::parse(s) {
+            Some(ListenAddr::Tcp(addr)) => Some(addr),
+            _ => {
+                return err(format!(
+                    "--redirect-http '{s}' wants a TCP address (ADDR:PORT or :PORT)"
+                ));
+            }
+        },
+    };
+    Ok((tls, redirect))
 }
 
 /// `:LINE:COLUMN` (1-based, columns in characters) of byte `offset` in `text`.
