@@ -103,14 +103,6 @@ pub fn open_listeners(cfg: &Config) -> io::Result<Listeners> {
     let nonblocking = cfg.arch.is_event_driven();
     let opts = ListenOptions { reuse_port: n > 1, nonblocking, backlog: 4096 };
     let mut out = Listeners { sockets: vec![], names: vec![], unix_paths: vec![], redirect: None };
-    if let Some(addr) = cfg.redirect_http {
-        let named = |e: io::Error| {
-            io::Error::new(e.kind(), format!("cannot listen on {addr} (--redirect-http): {e}"))
-        };
-        let l = bind(addr, ListenOptions { reuse_port: false, ..opts }).map_err(named)?;
-        out.names.push(format!("{} (redirect to https)", describe(&l)));
-        out.redirect = Some(l);
-    }
     let activated = amped_sys::listen::systemd_listeners()?;
     if !activated.is_empty() {
         if cfg.arch == Arch::Mp && activated.len() > 1 {
@@ -141,6 +133,22 @@ pub fn open_listeners(cfg: &Config) -> io::Result<Listeners> {
                 out.add_shared(l, n)?;
             }
         }
+    }
+    if cfg.tls.is_some() {
+        for name in &mut out.names {
+            *name = match name.strip_prefix("http://") {
+                Some(rest) => format!("https://{rest}"),
+                None => format!("{name} (TLS)"),
+            };
+        }
+    }
+    if let Some(addr) = cfg.redirect_http {
+        let named = |e: io::Error| {
+            io::Error::new(e.kind(), format!("cannot listen on {addr} (--redirect-http): {e}"))
+        };
+        let l = bind(addr, ListenOptions { reuse_port: false, ..opts }).map_err(named)?;
+        out.names.push(format!("{} (redirect to https)", describe(&l)));
+        out.redirect = Some(l);
     }
     Ok(out)
 }
