@@ -56,7 +56,7 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
     let listeners = arch::open_listeners(&cfg)?;
     let (stats, stats_fd) = Stats::for_server(&cfg)?;
     let stats_listener = match cfg.stats_listen {
-        Some(addr) if cfg.worker_fd.is_none() => Some(stats_listener::bind(addr)?),
+        Some(addr) if !cfg.is_mp_worker() => Some(stats_listener::bind(addr)?),
         _ => None,
     };
     let (log, log_thread) = AccessLogger::start(&cfg.access_log, cfg.access_log_format)?;
@@ -76,7 +76,7 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
     };
     // Bound and logs opened: now stop being root (nothing after this needs it).
     arch::privileges::give_up(&cfg)?;
-    let worker = cfg.worker_fd.is_some();
+    let worker = cfg.is_mp_worker();
     let names = listeners.names.join(" ");
     if !worker {
         // (An mp worker, re-executed by its parent, stays quiet: the parent has announced.)

@@ -119,7 +119,7 @@ impl Reloader {
     /// `level`, or `debug` in an `mp` worker: its parent, which re-reads the same file,
     /// already logs the event once for the whole server.
     fn level(&self, level: Level) -> Level {
-        if self.current.worker_fd.is_some() { Level::Debug } else { level }
+        if self.current.is_mp_worker() { Level::Debug } else { level }
     }
 
     fn notice_level(&self) -> Level {

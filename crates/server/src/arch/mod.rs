@@ -88,16 +88,16 @@ pub struct Listeners {
 /// Opens the listeners: every `--listen` address (or the sockets systemd passed, when
 /// socket-activated), each once per `--instances` (TCP: sharing the port through
 /// SO_REUSEPORT; Unix and systemd sockets: the same socket shared). An `mp` worker
-/// (`--worker-fd`) adopts the listener its parent opened instead.
+/// (`--worker-fd`) adopts the listeners its parent opened instead.
 pub fn open_listeners(cfg: &Config) -> io::Result<Listeners> {
-    if let Some(fd) = cfg.worker_fd {
-        let l = amped_sys::process::inherited_listener(fd)?;
-        return Ok(Listeners {
-            names: vec![describe(&l)],
-            sockets: vec![l],
-            unix_paths: vec![],
-            redirect: None,
-        });
+    if cfg.is_mp_worker() {
+        let sockets = cfg
+            .worker_fds
+            .iter()
+            .map(|&fd| amped_sys::process::inherited_listener(fd))
+            .collect::<io::Result<Vec<_>>>()?;
+        let names = sockets.iter().map(describe).collect();
+        return Ok(Listeners { names, sockets, unix_paths: vec![], redirect: None });
     }
     let n = if cfg.arch.takes_instances() { cfg.instances } else { 1 };
     let nonblocking = cfg.arch.is_event_driven();
@@ -105,9 +105,6 @@ pub fn open_listeners(cfg: &Config) -> io::Result<Listeners> {
     let mut out = Listeners { sockets: vec![], names: vec![], unix_paths: vec![], redirect: None };
     let activated = amped_sys::listen::systemd_listeners()?;
     if !activated.is_empty() {
-        if cfg.arch == Arch::Mp && activated.len() > 1 {
-            return Err(io::Error::other("--arch mp serves one socket; systemd passed several"));
-        }
         for l in activated {
             l.set_nonblocking(nonblocking)?;
             out.add_shared(l, n)?;
@@ -203,11 +200,15 @@ pub fn serve(server: &Server, listeners: Listeners) -> io::Result<()> {
             Arch::Amped => amped::run(pipeline, listener, tls, &server.shutdown),
             Arch::Mt => mt::run(pipeline, listener, &server.shutdown),
             Arch::Pool => pool::run(pipeline, listener, &server.shutdown),
-            Arch::Mp => mp::run(pipeline, listener, server),
+            Arch::Mp => mp::run(pipeline, vec![listener], server),
             Arch::Uring => uring::run(pipeline, listener, &server.shutdown),
             Arch::Staged => staged::run(pipeline, listener, tls, &server.shutdown),
         }
     };
+    if arch == Arch::Mp {
+        // One set of worker processes, each serving every listener (no TLS: no redirect).
+        return mp::run(server.pipeline(&limits), listeners.sockets, server);
+    }
     let sockets = listeners.sockets.into_iter().map(|l| (l, false));
     std::thread::scope(|s| {
         let handles: Vec<_> = sockets

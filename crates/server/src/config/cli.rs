@@ -264,10 +264,10 @@ pub struct Args {
     /// With --slow-log: also log one in N of the other requests; 0 = none [default: 0].
     #[arg(long, value_name = "N")]
     pub slow_sample: Option<u64>,
-    /// Internal: run as an `mp` worker process serving an inherited listener.
-    #[arg(long, hide = true)]
+    /// Internal: run as an `mp` worker process serving the inherited listeners (FD,FD…).
+    #[arg(long, hide = true, value_delimiter = ',')]
     #[serde(skip)]
-    pub worker_fd: Option<i32>,
+    pub worker_fd: Vec<i32>,
     /// Internal: the `mp` workers' shared counters (an inherited memory file).
     #[arg(long, hide = true)]
     #[serde(skip)]

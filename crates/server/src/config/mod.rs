@@ -265,8 +265,8 @@ pub struct Config {
     pub slow_log: Option<SlowLogOptions>,
     /// The DeBox profile (`--debox`), if on.
     pub debox: Option<DeboxOptions>,
-    /// Inherited listener descriptor (mp worker processes).
-    pub worker_fd: Option<i32>,
+    /// Inherited listener descriptors (mp worker processes; empty elsewhere).
+    pub worker_fds: Vec<i32>,
     /// Response features: pre-compressed variants, headers, error pages, SPA fallback.
     pub response: ResponseOptions,
     /// Inherited shared-counters descriptor (mp worker processes).
@@ -344,6 +344,11 @@ pub(crate) fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
 }
 
 impl Config {
+    /// Whether this process is an `mp` worker (started by its parent with `--worker-fd`).
+    pub fn is_mp_worker(&self) -> bool {
+        !self.worker_fds.is_empty()
+    }
+
     /// Reads the TOML file named by `--config` (if any), merges it under the command line and
     /// resolves the result.
     pub fn load(args: Args) -> Result<Config, ConfigError> {
@@ -423,9 +428,6 @@ impl Config {
             ));
         };
         let instances = positive("instances", a.instances.unwrap_or(1))?;
-        if arch == Arch::Mp && listen.len() > 1 {
-            return err("--arch mp serves one --listen address (its workers share one socket)");
-        }
         if instances > 1 && !arch.takes_instances() {
             return err(format!(
                 "--instances applies to sped, amped and uring, not {}",
@@ -618,7 +620,7 @@ impl Config {
             debox,
             metrics_path,
             slow_log,
-            worker_fd: a.worker_fd,
+            worker_fds: a.worker_fd,
             response: ResponseOptions::resolve(&response::ResponseArgs {
                 precompressed: a.precompressed.as_deref(),
                 cache_control: &a.cache_control,
@@ -842,7 +844,6 @@ mod tests {
             (vec!["--stage-queue", "0"], "--stage-queue must be at least 1"),
             (vec!["--stats-path", "stats"], "must start with '/'"),
             (vec!["--server-header", "a\u{7f}"], "--server-header"),
-            (vec!["--arch", "mp", "--listen", ":1", "--listen", ":2"], "serves one --listen"),
             (vec!["--max-headers", "0"], "--max-headers must be at least 1"),
             (vec!["--user", "no-such-user-amped"], "--user no-such-user-amped"),
             (vec!["--user", "root", "--group", "no-such-group-amped"], "--group no-such"),
