@@ -201,7 +201,7 @@ pub fn serve(server: &Server, listeners: Listeners) -> io::Result<()> {
             Arch::Mt => mt::run(pipeline, listener, &server.shutdown),
             Arch::Pool => pool::run(pipeline, listener, &server.shutdown),
             Arch::Mp => mp::run(pipeline, vec![listener], server),
-            Arch::Uring => uring::run(pipeline, listener, &server.shutdown),
+            Arch::Uring => uring::run(pipeline, listener, tls, &server.shutdown),
             Arch::Staged => staged::run(pipeline, listener, tls, &server.shutdown),
         }
     };

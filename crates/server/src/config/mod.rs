@@ -66,9 +66,10 @@ impl Arch {
         matches!(self, Arch::Sped | Arch::Amped | Arch::Uring | Arch::Staged)
     }
 
-    /// Whether HTTPS (`--tls-cert`) is served: the epoll event loops drive the TLS transport.
+    /// Whether HTTPS (`--tls-cert`) is served: by the epoll event loops (through the TLS
+    /// transport) and the io_uring loop (from its buffers).
     pub fn speaks_tls(self) -> bool {
-        matches!(self, Arch::Sped | Arch::Amped | Arch::Staged)
+        matches!(self, Arch::Sped | Arch::Amped | Arch::Staged | Arch::Uring)
     }
 
     /// Whether `--instances` applies (independent event loops on one port). Not `staged`:
@@ -666,7 +667,7 @@ fn tls_options(
     };
     if tls.is_some() && !arch.speaks_tls() {
         return err(format!(
-            "--arch {} does not serve TLS (--tls-cert): use sped, amped or staged",
+            "--arch {} does not serve TLS (--tls-cert): use sped, amped, staged or uring",
             arch.name()
         ));
     }

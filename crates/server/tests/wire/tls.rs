@@ -24,6 +24,7 @@ macro_rules! tls_tests {
             amped => ["--arch", "amped"],
             amped_x2 => ["--arch", "amped", "--instances", "2"],
             staged => ["--arch", "staged"],
+            uring => ["--arch", "uring"],
         );
     };
     (@archs $tests:tt $($mod:ident => $args:tt,)*) => {
@@ -286,15 +287,15 @@ tls_tests! {
     /// A handshake that never completes (a client that connects and says nothing, one that
     /// stops mid-ClientHello) is closed after --header-timeout.
     fn a_stalled_handshake_times_out(arch) {
-        let (s, pair) = start(arch, &["--header-timeout", "1"]);
+        let (s, pair) = start(arch, &["--header-timeout", "2"]);
         let mut silent = Conn::open(s.addr);
         let mut partial = Conn::open(s.addr);
         partial.send([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00]); // a record header, then nothing
         let t0 = Instant::now();
-        silent.assert_closed(Duration::from_secs(4));
-        partial.assert_closed(Duration::from_secs(4));
+        silent.assert_closed(Duration::from_secs(5));
+        partial.assert_closed(Duration::from_secs(5));
         let took = t0.elapsed();
-        assert!(took >= Duration::from_millis(700), "closed too early: {took:?}");
+        assert!(took >= Duration::from_millis(1700), "closed too early: {took:?}");
         TlsConn::open(s.addr, tls13(&pair)).unwrap().get("/small.txt").assert_status(200);
     }
 }
@@ -347,7 +348,7 @@ fn bad_tls_input_exits_2_with_one_line() {
 fn architectures_without_tls_refuse_it() {
     let dir = temp_dir();
     let a = Pair::new(dir.path(), "a");
-    for arch in ["mt", "pool", "mp", "uring"] {
+    for arch in ["mt", "pool", "mp"] {
         let mut args: Vec<OsString> =
             ["--listen", "127.0.0.1:0", "--arch", arch].map(OsString::from).into();
         args.extend(a.args());
@@ -357,7 +358,7 @@ fn architectures_without_tls_refuse_it() {
         assert_eq!(
             err.trim_end(),
             format!(
-                "amped: --arch {arch} does not serve TLS (--tls-cert): use sped, amped or staged"
+                "amped: --arch {arch} does not serve TLS (--tls-cert): use sped, amped, staged or uring"
             )
         );
     }
