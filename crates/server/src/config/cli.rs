@@ -224,7 +224,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub chroot: Option<PathBuf>,
     /// Serve HTTPS with this certificate chain (PEM, leaf first) on every --listen address;
-    /// needs --tls-key. Re-read on SIGHUP. Under sped, amped and staged.
+    /// needs --tls-key. Re-read on SIGHUP. Under sped, amped, staged and uring.
     #[arg(long, value_name = "PATH")]
     pub tls_cert: Option<PathBuf>,
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1). Re-read on SIGHUP.
