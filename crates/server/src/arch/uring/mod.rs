@@ -37,7 +37,7 @@ use crate::stats::{bump, drop_one};
 use crate::tls::TlsContext;
 use amped_sys::listen::is_fd_exhaustion;
 use amped_sys::residency;
-use amped_sys::uring::{Completion, Event, Gather, OpId, Ring};
+use amped_sys::uring::{Completion, Event, OpId, Ring};
 use disk_gate::{ColdRead, DiskGate};
 use open::{OpenStep, Opening};
 use send::{CHUNK, Next, Sending};
@@ -366,57 +366,6 @@ impl UringLoop {
         }
     }
 
-    /// Sends the ciphertext a TLS connection has waiting (then the connection goes on where
-    /// it was: its response, or the pipeline).
-    fn send_tls_output(&mut self, key: usize) {
-        let token = self.token(key);
-        let spare = self.spare_recv.pop().unwrap_or_default();
-        let c = &mut self.conns[key];
-        let g = c.tls.as_mut().expect("a TLS connection").output(spare);
-        c.phase = Phase::Send;
-        c.deadline = Phase::Send.deadline(&self.pipeline.cfg, Instant::now());
-        c.op = Some(self.ring.send(token, c.sock.as_fd(), g, false));
-    }
-
-    /// A TLS connection's ciphertext send completed: the rest of it, or go on.
-    fn tls_sent(&mut self, key: usize, r: io::Result<usize>, mut g: Gather) {
-        let token = self.token(key);
-        let c = &mut self.conns[key];
-        match r {
-            Ok(n) if n > 0 => {
-                g.advance(n);
-                if g.remaining() > 0 {
-                    c.op = Some(self.ring.send(token, c.sock.as_fd(), g, false));
-                    return;
-                }
-                if self.spare_recv.len() < SPARE_RECV {
-                    g.head.clear(); // (a receive appends: spare buffers are empty)
-                    self.spare_recv.push(g.head);
-                }
-                self.advance(key)
-            }
-            _ => self.close(key), // the peer went away
-        }
-    }
-
-    /// Received ciphertext on a TLS connection: decrypt it into the request bytes, send what
-    /// the session has to say (handshake, tickets), then go on. False if the connection
-    /// must close (not TLS, a protocol error, the end of the stream).
-    fn tls_received(&mut self, key: usize, r: io::Result<usize>, mut buf: Vec<u8>) -> bool {
-        let c = &mut self.conns[key];
-        let tls = c.tls.as_mut().expect("a TLS connection");
-        let mut plain = Vec::new();
-        let ok = matches!(r, Ok(n) if n > 0) && tls.received(&buf, &mut plain).is_ok();
-        if !plain.is_empty() {
-            c.state.received(&plain);
-        }
-        buf.clear();
-        if self.spare_recv.len() < SPARE_RECV {
-            self.spare_recv.push(buf);
-        }
-        ok
-    }
-
     /// Submits a receive into the connection's input buffer (a TLS connection: into a
     /// ciphertext buffer).
     fn receive(&mut self, key: usize) {
@@ -515,18 +464,25 @@ impl UringLoop {
         self.on_conn_event_awake(key, event);
     }
 
+    /// The receive cancelled by the header timeout is back: answer 408 (from here the send
+    /// timeout applies).
+    fn answer_timeout(&mut self, key: usize) {
+        let c = &mut self.conns[key];
+        c.timed_out = false;
+        let resp = self.pipeline.timeout_response(c.state.peer, &c.state.inbuf);
+        c.out = Some(Box::new(Sending::new(resp)));
+        self.pump(key)
+    }
+
     /// A completion for a connection that is not dozing.
     fn on_conn_event_awake(&mut self, key: usize, event: Event) {
         let c = &mut self.conns[key];
         match event {
             Event::Received(r, buf) if c.tls.is_some() => {
                 let ok = self.tls_received(key, r, buf);
-                let c = &mut self.conns[key];
+                let c = &self.conns[key];
                 if c.timed_out {
-                    c.timed_out = false;
-                    let resp = self.pipeline.timeout_response(c.state.peer, &c.state.inbuf);
-                    c.out = Some(Sending::new(resp));
-                    return self.pump(key);
+                    return self.answer_timeout(key);
                 }
                 match c.tls.as_ref().map(|t| t.wants_write()) {
                     _ if !ok => self.close(key),
@@ -538,10 +494,7 @@ impl UringLoop {
             Event::Received(r, buf) => {
                 c.state.inbuf = buf;
                 if c.timed_out {
-                    c.timed_out = false; // from here the send timeout applies to the 408
-                    let resp = self.pipeline.timeout_response(c.state.peer, &c.state.inbuf);
-                    c.out = Some(Box::new(Sending::new(resp)));
-                    return self.pump(key);
+                    return self.answer_timeout(key);
                 }
                 match r {
                     Ok(0) | Err(_) => self.close(key),

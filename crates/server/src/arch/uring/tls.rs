@@ -5,9 +5,12 @@
 //! through the ring as for plain connections (there is no `sendfile` here either), so TLS
 //! changes what is sent, not how the loop waits.
 
+use super::{Phase, SPARE_RECV, UringLoop};
 use amped_sys::uring::Gather;
 use rustls::ServerConnection;
 use std::io::{self, ErrorKind, IoSlice, Read, Write};
+use std::os::fd::AsFd;
+use std::time::Instant;
 
 /// The TLS session of one connection.
 #[derive(Debug)]
@@ -69,5 +72,64 @@ impl RingTls {
             }
         }
         Gather::of(buf)
+    }
+}
+
+/// The loop's side of a TLS connection.
+impl UringLoop {
+    /// Sends the ciphertext a TLS connection has waiting (then the connection goes on where
+    /// it was: its response, or the pipeline).
+    pub(super) fn send_tls_output(&mut self, key: usize) {
+        let token = self.token(key);
+        let spare = self.spare_recv.pop().unwrap_or_default();
+        let c = &mut self.conns[key];
+        let g = c.tls.as_mut().expect("a TLS connection").output(spare);
+        c.phase = Phase::Send;
+        c.deadline = Phase::Send.deadline(&self.pipeline.cfg, Instant::now());
+        c.op = Some(self.ring.send(token, c.sock.as_fd(), g, false));
+    }
+
+    /// A TLS connection's ciphertext send completed: the rest of it, or go on.
+    pub(super) fn tls_sent(&mut self, key: usize, r: io::Result<usize>, mut g: Gather) {
+        let token = self.token(key);
+        let c = &mut self.conns[key];
+        match r {
+            Ok(n) if n > 0 => {
+                g.advance(n);
+                if g.remaining() > 0 {
+                    c.op = Some(self.ring.send(token, c.sock.as_fd(), g, false));
+                    return;
+                }
+                if self.spare_recv.len() < SPARE_RECV {
+                    g.head.clear(); // (a receive appends: spare buffers are empty)
+                    self.spare_recv.push(g.head);
+                }
+                self.advance(key)
+            }
+            _ => self.close(key), // the peer went away
+        }
+    }
+
+    /// Received ciphertext on a TLS connection: decrypt it into the request bytes, send what
+    /// the session has to say (handshake, tickets), then go on. False if the connection
+    /// must close (not TLS, a protocol error, the end of the stream).
+    pub(super) fn tls_received(
+        &mut self,
+        key: usize,
+        r: io::Result<usize>,
+        mut buf: Vec<u8>,
+    ) -> bool {
+        let c = &mut self.conns[key];
+        let tls = c.tls.as_mut().expect("a TLS connection");
+        let mut plain = Vec::new();
+        let ok = matches!(r, Ok(n) if n > 0) && tls.received(&buf, &mut plain).is_ok();
+        if !plain.is_empty() {
+            c.state.received(&plain);
+        }
+        buf.clear();
+        if self.spare_recv.len() < SPARE_RECV {
+            self.spare_recv.push(buf);
+        }
+        ok
     }
 }
