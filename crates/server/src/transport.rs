@@ -72,6 +72,18 @@ impl Transport {
         }
     }
 
+    /// Whether request bytes already received wait in the transport (a TLS record decrypted
+    /// beyond what the last [`Transport::recv`] took): epoll will not announce them.
+    pub fn holds_input(&mut self) -> bool {
+        match self {
+            Transport::Plain(_) => false,
+            Transport::Tls(tls) => tls
+                .session
+                .process_new_packets()
+                .is_ok_and(|state| state.plaintext_bytes_to_read() > 0),
+        }
+    }
+
     /// The writer for a response.
     pub fn wire(&mut self) -> Wire<'_> {
         match self {

@@ -285,10 +285,12 @@ impl<R: JobRunner> EventLoop<R> {
                             return self.close(key);
                         }
                         conn.phase = Phase::Served;
-                        if conn.state.inbuf.is_empty() {
+                        if conn.state.inbuf.is_empty() && !conn.io.holds_input() {
                             // The client is only now receiving this response, so its next
                             // request cannot be here yet: wait for epoll instead of a read that
-                            // would fail (one syscall less per keep-alive request).
+                            // would fail (one syscall less per keep-alive request). (Unless
+                            // TLS decrypted more than the last read took: no event would
+                            // announce those bytes.)
                             let phase =
                                 if conn.state.is_idle() { Phase::Idle } else { Phase::Head };
                             return self.wait_for(key, Interest::Read, phase);

@@ -270,6 +270,22 @@ tls_tests! {
         assert_eq!(h.must("location"), format!("https://[::1]:{}/", s.addr.port()));
     }
 
+    /// Pipelined requests arriving in one TLS record larger than one read of the loop (8 KiB,
+    /// the head limit): 64-byte requests, so the first read ends at a request's end and the
+    /// loop has nothing left in hand while the rest waits decrypted in rustls — every one is
+    /// answered all the same.
+    fn pipelined_requests_beyond_one_read(arch) {
+        let (s, pair) = start(arch, &["--keepalive-timeout", "30"]);
+        let mut c = TlsConn::open(s.addr, tls13(&pair)).unwrap();
+        let one = |i: usize| get_req_keepalive(&format!("/small.txt?{i:019}"));
+        assert_eq!(one(0).len(), 64);
+        c.send(&(0..200).map(one).collect::<String>());
+        for i in 0..200 {
+            let r = c.response(false);
+            assert_eq!((i, r.status, r.text().as_str()), (i, 200, "hello over tls\n"));
+        }
+    }
+
     /// A client speaking plain HTTP to the TLS port is closed at once; the server serves on.
     fn plain_http_on_the_tls_port_is_closed(arch) {
         let (mut s, pair) = start(arch, &[]);
