@@ -910,6 +910,29 @@ mod tests {
     }
 
     #[test]
+    fn tls_options_from_the_file_or_the_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("amped.toml");
+        std::fs::write(
+            &file,
+            "tls_cert = \"/etc/amped/cert.pem\"\ntls_key = \"k.pem\"\nredirect_http = \":0\"\n",
+        )
+        .unwrap();
+        let c = parse(&["--config", file.to_str().unwrap()]).unwrap();
+        let tls = c.tls.unwrap();
+        assert_eq!(tls.cert, PathBuf::from("/etc/amped/cert.pem"));
+        assert!(tls.key.is_absolute() && tls.key.ends_with("k.pem"), "made absolute for reloads");
+        assert_eq!(c.redirect_http, Some("0.0.0.0:0".parse().unwrap()));
+        let c = parse(&["--config", file.to_str().unwrap(), "--tls-key", "/other.pem"]).unwrap();
+        assert_eq!(c.tls.unwrap().key, PathBuf::from("/other.pem"), "the command line wins");
+        assert_eq!(parse(&["."]).unwrap().tls, None);
+        let e = parse(&["--arch", "pool", "--tls-cert", "a", "--tls-key", "b"]).unwrap_err();
+        assert!(e.0.contains("--arch pool does not serve TLS"), "{e}");
+        let e = parse(&["--tls-cert", "a", "--tls-key", "b", "--redirect-http", "unix:/x"]);
+        assert!(e.unwrap_err().0.contains("wants a TCP address"));
+    }
+
+    #[test]
     fn config_file_fills_gaps_and_command_line_wins() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("amped.toml");
