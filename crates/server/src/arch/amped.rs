@@ -18,6 +18,7 @@ use super::event_loop::{EventLoop, JobRunner};
 use super::job_results::JobResults;
 use super::read_lane::ReadLane;
 use crate::pipeline::{Job, JobDone, Pipeline};
+use crate::tls::TlsContext;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -124,13 +125,14 @@ impl Drop for HelperPool {
     }
 }
 
-/// Serves `listener` with an AMPED loop and `pipeline.cfg.helpers` helpers per lane until
+/// Serves `listener` (over TLS with `tls`) with an AMPED loop and `pipeline.cfg.helpers` helpers per lane until
 /// shutdown.
 pub fn run(
     pipeline: Arc<Pipeline>,
     listener: TcpListener,
+    tls: Option<Arc<TlsContext>>,
     shutdown: &AtomicBool,
 ) -> std::io::Result<()> {
     let helpers = HelperPool::start(pipeline.clone(), pipeline.cfg.helpers)?;
-    EventLoop::new(pipeline, helpers, listener)?.run(shutdown)
+    EventLoop::new(pipeline, helpers, listener)?.speaking(tls).run(shutdown)
 }
