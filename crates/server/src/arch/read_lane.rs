@@ -22,7 +22,9 @@
 //! to the disk's throughput), so that on a disk serving one read at a time the order above is
 //! the order the disk sees, rather than its own first-come queue. A helper past the bound
 //! waits; should no job finish for [`STALL`] while jobs wait (a read stuck on a dead disk or
-//! network file system), one more helper may start, so a stuck read cannot hold the lane.
+//! network file system), one more helper may start if the lane has a thread to spare (it has
+//! under `--disk-concurrency auto`, whose bound may fall to one), so a stuck read cannot hold
+//! the lane.
 
 use super::disk_concurrency::DiskConcurrency;
 use crate::config::TransferOrder;
