@@ -114,14 +114,26 @@ fn disk_bound_quick() {
                 (0.9 * cap).round()
             ]
         );
-        // Each window lasts at least its 0.5 s, one after the other from the cold start.
-        let ends: Vec<(f64, f64)> = mine
-            .iter()
-            .filter(|r| r["phase"] == "windows" && r["server"] == "amped")
-            .map(|r| (f(r, "t_start_s"), f(r, "t_end_s")))
-            .collect();
-        assert!(ends.windows(2).all(|w| w[1].0 >= w[0].1), "{ends:?}");
-        assert!(ends.iter().all(|(a, b)| b - a >= 0.5), "{ends:?}");
+        // One ampload run: windows of 0.5 s back to back, with no gap, from just after the
+        // cold start; each holds the requests due in it.
+        let windows: Vec<_> =
+            mine.iter().filter(|r| r["phase"] == "windows" && r["server"] == "amped").collect();
+        let spans: Vec<(f64, f64)> =
+            windows.iter().map(|r| (f(r, "t_start_s"), f(r, "t_end_s"))).collect();
+        assert!(spans.windows(2).all(|w| (w[1].0 - w[0].1).abs() < 1e-6), "{spans:?}");
+        assert!(spans.iter().all(|(a, b)| (b - a - 0.5).abs() < 1e-6), "{spans:?}");
+        assert!(spans[0].0 >= 0.0 && spans[0].0 < 2.0, "{spans:?}");
+        let rate = f(windows[0], "rate");
+        for w in &windows {
+            assert!(f(w, "requests") + f(w, "errors") >= (rate * 0.5).floor() - 1.0, "{w:?}");
+            if model == "hdd" {
+                assert!(!w["disk_reads"].is_empty() && !w["disk_busy"].is_empty(), "{w:?}");
+            }
+        }
+        if model == "hdd" {
+            let reads: f64 = windows.iter().map(|w| f(w, "disk_reads")).sum();
+            assert!(reads > 0.0, "a cold start reads from the disk: {windows:?}");
+        }
         for fig in ["latency-cdf", "latency-summary", "latency-vs-rate-p95", "latency-vs-rate-mean"]
         {
             assert_eq!(
@@ -140,6 +152,7 @@ fn disk_bound_quick() {
         assert!(summary.contains(&format!("## Disk model {model}")), "{summary}");
     }
     assert!(summary.contains("Latency over time from a cold start"), "{summary}");
+    assert!(summary.contains("one ampload run whose consecutive 0.5 s windows"), "{summary}");
     assert!(summary.contains("at every rate") || summary.contains("stops holding at"), "{summary}");
     if models.contains("hdd") {
         // The FUSE disk counts its bytes: every needed byte is read at least about once.
@@ -164,6 +177,7 @@ fn disk_bound_quick() {
     // Both are amped architectures, so both were profiled while measured.
     let who = summary.split("## Who blocked where").nth(1).expect("a who-blocked-where section");
     assert!(who.contains("| amped |") && who.contains("| sped |"), "{who}");
+    run.assert_report_rebuilds();
 }
 
 #[test]
@@ -223,6 +237,7 @@ fn disk_bound_given_rates_rounds_and_a_heavy_tailed_trace() {
     let setup = run.json("setup.json");
     assert_eq!(setup["parameters"]["shape"]["zipf"], 1.2);
     assert_eq!(setup["parameters"]["models"][0]["rates"], serde_json::json!([150.0, 300.0]));
+    run.assert_report_rebuilds();
 }
 
 #[test]
@@ -256,6 +271,7 @@ fn capacity_runs_each_model_side_by_side() {
         assert!(f(ssd, "read_amplification") > 0.5, "{ssd:?}");
         assert!(summary.contains("32 arms"), "{summary}");
     }
+    run.assert_report_rebuilds();
 }
 
 #[test]
@@ -294,6 +310,7 @@ fn disk_bound_without_cgroups_says_so() {
     let setup = run.json("setup.json");
     assert_eq!(setup["disk_emulation"]["cgroups"]["state"], "disabled-by-option");
     assert_eq!(setup["disk_emulation"]["evict"], "fadvise");
+    run.assert_report_rebuilds();
 }
 
 #[test]
@@ -337,6 +354,41 @@ fn linux_comparison_quick() {
         assert!(summary.contains(needle), "{needle}: {summary}");
     }
     assert!(summary.contains("no verdict: quick run") && !summary.contains("**holds**"));
+    run.assert_report_rebuilds();
+}
+
+#[test]
+fn report_refuses_runs_before_the_disk_models_in_one_line() {
+    for experiment in ["disk-bound", "capacity"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let setup = serde_json::json!({
+            "experiment": experiment,
+            "quick": false,
+            "command_line": ["amplab", experiment, "--rate", "950"],
+            "parameters": {"rate": 950.0, "scales": [0.5], "connections": 1020},
+            "disk_emulation": {"method": "fuse"},
+        });
+        std::fs::write(tmp.path().join("setup.json"), setup.to_string()).unwrap();
+        std::fs::write(
+            tmp.path().join("results.json"),
+            r#"[{"round":0,"phase":"fixed-rate","cell":{"server":"amped"}}]"#,
+        )
+        .unwrap();
+        std::fs::write(tmp.path().join("summary.md"), "as the run wrote it").unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_amplab"))
+            .arg("report")
+            .arg(tmp.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("amplab:")).collect();
+        assert_eq!(lines.len(), 1, "{stderr}");
+        assert!(lines[0].contains("predates the disk models"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        let summary = std::fs::read_to_string(tmp.path().join("summary.md")).unwrap();
+        assert_eq!(summary, "as the run wrote it");
+    }
 }
 
 #[test]

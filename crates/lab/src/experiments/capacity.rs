@@ -4,8 +4,8 @@
 //! 3.3) of the memory cgroup's limit, and the summary says so. Several disk models
 //! (`--disk-emulation hdd,ssd,iops,none`) are run one after another and reported side by side.
 
-use serde::Serialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use super::diskrun::{self, ClosedLoop, DiskCell, ScaledSet};
 use super::{Lab, failures_section};
@@ -23,7 +23,7 @@ pub const DEFAULT_SERVERS: &[&str] =
     &["apache-prefork-150", "sped", "amped", "uring", "nginx", "nginx-aio", "lighttpd", "h2o"];
 
 /// One measured (model, data set, server).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     pub model: String,
     pub dataset_bytes: u64,
@@ -63,6 +63,43 @@ impl Params {
         })
     }
 
+    /// The parameters a run recorded in setup.json (`parameters`); the trace shape from its
+    /// command line when the run predates recording it.
+    pub(super) fn recorded(setup: &Value) -> Result<Params, String> {
+        #[derive(Deserialize)]
+        struct Recorded {
+            scales: Vec<f64>,
+            connections: u32,
+            requests_per_conn: u32,
+            warmup_s: f64,
+            duration_s: f64,
+            trace_requests: usize,
+            shape: Option<specweb::Shape>,
+        }
+        let r: Recorded = super::rebuild::parameters(&setup["parameters"])?;
+        if r.scales.is_empty() {
+            return Err("setup.json: parameters.scales is empty".into());
+        }
+        let shape = match r.shape {
+            Some(shape) => shape,
+            None => super::rebuild::command_shape(setup)?,
+        };
+        Ok(Params {
+            scales: r.scales,
+            shape,
+            connections: r.connections,
+            requests_per_conn: r.requests_per_conn,
+            warmup: r.warmup_s,
+            duration: r.duration_s,
+            trace_len: r.trace_requests,
+        })
+    }
+
+    /// setup.json's `parameters` (E7 adds its own).
+    pub(super) fn to_json(&self, memory_limit_bytes: u64) -> Value {
+        json!({"scales": self.scales, "memory_limit_bytes": memory_limit_bytes, "connections": self.connections, "requests_per_conn": self.requests_per_conn, "warmup_s": self.warmup, "duration_s": self.duration, "trace_requests": self.trace_len, "shape": self.shape})
+    }
+
     pub(super) fn scales_text(&self) -> String {
         self.scales.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" / ")
     }
@@ -73,33 +110,59 @@ pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
     let q = a.common.quick;
     let mut lab = Lab::open("capacity", &a.common, DEFAULT_SERVERS)?;
     let p = Params::new(a)?;
-    let models = diskrun::models(&a.disk);
     let mut rows = Vec::new();
-    let mut sections = String::new();
-    let (mut emus, mut notes) = (Vec::new(), Vec::new());
-    for model in models {
+    let mut emus = Vec::new();
+    for model in diskrun::models(&a.disk) {
         // One model at a time: a FUSE model's mount lives as long as its plan.
         let mut emu = diskrun::plan_disk(&lab, &a.disk, model, if q { 64 } else { 128 })?;
         let mine = measure(&mut lab, &emu, &p);
         // Unmounted before the next model mounts its own (the description stays).
         emu.release();
-        let mine = mine?;
-        let figure = chart(&mut lab, &emu, &p, &mine)?;
-        sections.push_str(&model_section(&lab, &emu, &p, &mine, &figure));
-        if !emu.applied() {
-            notes.push(emu.describe());
-        }
-        rows.extend(mine);
+        rows.extend(mine?);
         emus.push(emu);
     }
     diskrun::write_raw(&mut lab, &["dataset_bytes", "scale"], &rows, |r| {
         (vec![r.dataset_bytes.to_string(), r.scale.to_string()], &r.cell)
     })?;
-    let s = summary(&lab, &emus, &p, &rows, &sections);
-    let memory = emus.first().map_or(0, |e| e.memory_limit_bytes);
-    let params = json!({"scales": p.scales, "memory_limit_bytes": memory, "connections": p.connections, "requests_per_conn": p.requests_per_conn, "warmup_s": p.warmup, "duration_s": p.duration, "trace_requests": p.trace_len, "models": emus.iter().map(|e| e.name.clone()).collect::<Vec<_>>()});
+    let s = outputs(&mut lab, &emus, &p, &rows)?;
+    let notes = emus.iter().filter(|e| !e.applied()).map(DiskEmulation::describe).collect();
+    let mut params = p.to_json(emus.first().map_or(0, |e| e.memory_limit_bytes));
+    params["models"] = json!(emus.iter().map(|e| e.name.clone()).collect::<Vec<_>>());
     let disk = if emus.len() == 1 { json!(emus[0]) } else { json!(emus) };
     lab.finish(params, Some(disk), notes, &s)
+}
+
+/// The figures, one per model, and summary.md's text (the same from a run and from `amplab
+/// report`).
+fn outputs(
+    lab: &mut Lab,
+    emus: &[DiskEmulation],
+    p: &Params,
+    rows: &[Row],
+) -> Result<String, String> {
+    let mut sections = String::new();
+    for emu in emus {
+        let mine: Vec<Row> = rows.iter().filter(|r| r.model == emu.name).cloned().collect();
+        let figure = chart(lab, emu, p, &mine)?;
+        sections.push_str(&model_section(lab, emu, p, &mine, &figure));
+    }
+    Ok(summary(lab, emus, p, rows, &sections))
+}
+
+/// `amplab report` on a capacity run: its figures and summary again from setup.json and
+/// results.json. Runs from before the disk models (no `parameters.models`) cannot be rebuilt.
+pub fn rebuild(lab: &mut Lab, setup: &Value) -> Result<String, String> {
+    if setup["parameters"].get("models").is_none() {
+        return Err(super::rebuild::old_layout(
+            lab,
+            "it predates the disk models (setup.json has no parameters.models)",
+        ));
+    }
+    let p = Params::recorded(setup)?;
+    let emus = super::rebuild::emulations(&setup["disk_emulation"])?;
+    let (rows, labels) = super::rebuild::disk_rows(&lab.run.path, |r: &mut Row| &mut r.cell)?;
+    lab.servers = super::rebuild::specs(&labels);
+    outputs(lab, &emus, &p, &rows)
 }
 
 /// Every (data set, server) cell of one disk model, data sets generated as needed.

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::Lab;
 use super::capacity;
@@ -82,12 +82,34 @@ pub fn run(a: &LinuxComparisonArgs) -> Result<std::path::PathBuf, String> {
     diskrun::write_raw(&mut lab, &["dataset_bytes", "scale"], &rows, |r| {
         (vec![r.dataset_bytes.to_string(), r.scale.to_string()], &r.cell)
     })?;
-    write_thread_csv(&mut lab, &rows)?;
-    let figures = charts(&mut lab, &emu, &p, &rows)?;
-    let s = summary(&lab, &emu, &p, &rows, &figures);
-    let params = json!({"scales": p.base.scales, "memory_limit_bytes": emu.memory_limit_bytes, "connections": p.base.connections, "requests_per_conn": p.base.requests_per_conn, "warmup_s": p.base.warmup, "duration_s": p.base.duration, "trace_requests": p.base.trace_len, "stage_sample_ms": a.sample_ms});
+    let s = outputs(&mut lab, &emu, &p, &rows)?;
+    let mut params = p.base.to_json(emu.memory_limit_bytes);
+    params["stage_sample_ms"] = json!(a.sample_ms);
     let notes = if emu.applied() { Vec::new() } else { vec![emu.describe()] };
     lab.finish(params, Some(json!(emu)), notes, &s)
+}
+
+/// staged-threads.csv, the figures and summary.md's text (the same from a run and from
+/// `amplab report`).
+fn outputs(lab: &mut Lab, emu: &DiskEmulation, p: &Params, rows: &[Row]) -> Result<String, String> {
+    write_thread_csv(lab, rows)?;
+    let figures = charts(lab, emu, p, rows)?;
+    Ok(summary(lab, emu, p, rows, &figures))
+}
+
+/// `amplab report` on a linux-comparison run: staged-threads.csv, the figures and the summary
+/// again from setup.json and results.json.
+pub fn rebuild(lab: &mut Lab, setup: &Value) -> Result<String, String> {
+    let p = Params {
+        base: capacity::Params::recorded(setup)?,
+        sample_every: Duration::from_millis(
+            setup["parameters"]["stage_sample_ms"].as_u64().unwrap_or(250),
+        ),
+    };
+    let emu: DiskEmulation = super::rebuild::parameters(&setup["disk_emulation"])?;
+    let (rows, labels) = super::rebuild::disk_rows(&lab.run.path, |r: &mut Row| &mut r.cell)?;
+    lab.servers = super::rebuild::specs(&labels);
+    outputs(lab, &emu, &p, &rows)
 }
 
 /// staged servers get a stats endpoint to sample (their label stays as written).
