@@ -50,6 +50,7 @@ fn single_file_quick() {
     let (before, after) = run.report();
     assert_eq!(before, after);
     assert_eq!(run.read("rate-close.svg"), svg);
+    run.assert_report_rebuilds();
 }
 
 #[test]
@@ -64,6 +65,7 @@ fn optimizations_quick() {
     assert_eq!(series[7], "amped:no-path-cache:no-header-cache:no-file-cache");
     assert!(rows.iter().all(|r| f(r, "rps") > 0.0));
     assert!(run.read("summary.md").contains("Without the path cache alone"));
+    run.assert_report_rebuilds();
 }
 
 #[test]
@@ -336,8 +338,10 @@ fn linux_comparison_quick() {
     }
     assert_eq!(run.svg_series("throughput.svg"), vec!["staged", "sped", "amped"]);
     assert_eq!(run.svg_series("latency-cdf.svg"), vec!["staged", "sped", "amped"]);
-    let threads = run.svg_series("staged-threads.svg");
-    assert!(threads.contains(&"staged resolve @1.5×".to_string()), "{threads:?}");
+    for stage in ["read", "resolve"] {
+        let threads = run.svg_series(&format!("staged-threads-{stage}.svg"));
+        assert_eq!(threads, ["staged 32 MiB (0.5×)", "staged 96 MiB (1.5×)"], "{stage}");
+    }
     let samples = run.csv("staged-threads.csv");
     assert!(!samples.is_empty());
     assert!(samples.iter().all(|s| s["server"] == "staged" && f(s, "threads") >= 1.0));
@@ -415,6 +419,7 @@ fn pool_vs_nopool_quick() {
         vec!["mt median", "mt p99", "pool:threads=5 median", "pool:threads=5 p99"]
     );
     assert_eq!(run.svg_series("large-throughput.svg"), vec!["mt", "pool:threads=5"]);
+    run.assert_report_rebuilds();
 }
 
 #[test]
@@ -450,6 +455,7 @@ fn trace_replays_an_access_log() {
     assert_eq!(run.svg_series("throughput.svg"), vec!["amped"]);
     assert!(run.stderr.contains("line 4: no [date]"), "{}", run.stderr);
     assert!(run.read("summary.md").contains("1 lines rejected"));
+    run.assert_report_rebuilds();
 }
 
 #[test]

@@ -15,8 +15,8 @@ use crate::diskemu::DiskEmulation;
 use crate::progress::Progress;
 use crate::report::markdown::table;
 use crate::servers::ServerSpec;
-use crate::stats::{fmt, ratio};
-use crate::svg::{Chart, Plot, Scale, Series};
+use crate::stats::{fmt, ratio, whiskers_note};
+use crate::svg::{Bars, Chart, Plot, Scale};
 
 /// Apache, old Flash (sped), New Flash (amped), and the other peers.
 pub const DEFAULT_SERVERS: &[&str] =
@@ -230,25 +230,30 @@ fn mbps(rows: &[Row], server: &str, scale: f64) -> f64 {
         .map_or(f64::NAN, |m| m.body_mbps)
 }
 
-/// Throughput vs data-set size, a line per server. Returns the figure's file name.
+/// A data set's name in tables and figures: `192 MiB (1.5×)`.
+pub(super) fn scale_name(emu: &DiskEmulation, scale: f64) -> String {
+    format!("{:.0} MiB ({scale}×)", emu.memory_limit_bytes as f64 * scale / 1048576.0)
+}
+
+/// Throughput per server, a group of bars per data set (a panel each when they differ by
+/// more than 10×). Returns the figure's file name.
 fn chart(lab: &mut Lab, emu: &DiskEmulation, p: &Params, rows: &[Row]) -> Result<String, String> {
-    let series: Vec<Series> = lab
+    let series: Vec<Bars> = lab
         .servers
         .iter()
-        .map(|spec| {
-            Series::new(
-                spec.label.clone(),
-                rows.iter()
-                    .filter(|r| r.cell.server == spec.label)
-                    .map(|r| (r.dataset_bytes as f64 / 1048576.0, mbps(rows, &spec.label, r.scale)))
-                    .collect(),
-            )
+        .map(|spec| Bars {
+            name: spec.label.clone(),
+            values: p.scales.iter().map(|&sc| mbps(rows, &spec.label, sc)).collect(),
+            spread: Vec::new(),
         })
         .collect();
     let limit_mib = emu.memory_limit_bytes >> 20;
     lab.run
         .write_chart(&format!("capacity-{}", emu.name), &Chart {
-            title: "Capacity at infinite demand vs data-set size (DeBox Table 8, scaled)".into(),
+            title: format!(
+                "Capacity at infinite demand on {} vs data-set size (DeBox Table 8, scaled)",
+                emu.name
+            ),
             subtitle: format!(
                 "SPECweb99-like sets at {} × a {limit_mib} MiB memory limit; {} closed-loop clients × {} requests/connection; {}",
                 p.scales_text(),
@@ -256,11 +261,15 @@ fn chart(lab: &mut Lab, emu: &DiskEmulation, p: &Params, rows: &[Row]) -> Result
                 p.requests_per_conn,
                 emu.short()
             ),
-            x_label: "data-set size (MiB)".into(),
+            x_label: "data-set size (× the memory limit)".into(),
             y_label: "throughput, response bodies (Mb/s)".into(),
             x_scale: Scale::Linear,
             y_scale: Scale::Linear,
-            plot: Plot::Lines(series),
+            plot: Plot::Bars {
+                categories: p.scales.iter().map(|&sc| scale_name(emu, sc)).collect(),
+                series,
+            },
+            note: whiskers_note(1, "bar"),
         })
         .map_err(|e| e.to_string())
 }
@@ -271,9 +280,7 @@ fn model_section(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figur
     let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
     let mut s = format!("## Disk model {}\n\nDisk: {}\n\n", emu.name, emu.describe());
     let mut header = vec!["server".to_string()];
-    header.extend(p.scales.iter().map(|sc| {
-        format!("{:.0} MiB ({sc}×) Mb/s", emu.memory_limit_bytes as f64 * sc / 1048576.0)
-    }));
+    header.extend(p.scales.iter().map(|&sc| format!("{} Mb/s", scale_name(emu, sc))));
     let body: Vec<Vec<String>> = labels
         .iter()
         .map(|l| {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::Lab;
-use super::capacity;
+use super::capacity::{self, scale_name};
 use super::diskrun::{self, DiskCell};
 use super::stage_sampler::{self, Sample, StageSampler};
 use crate::cli::LinuxComparisonArgs;
@@ -23,7 +23,7 @@ use crate::load::Measurement;
 use crate::report::csv::{Csv, num};
 use crate::report::markdown::table;
 use crate::servers::{RunningServer, ServerKind, ServerSpec};
-use crate::stats::{fmt, ratio};
+use crate::stats::{cdf_note, fmt, ratio, whiskers_note};
 use crate::svg::{Bars, Chart, Plot, Scale, Series};
 
 /// The paper's four (Apache, Haboob, old Flash, New Flash) and the other peers.
@@ -184,10 +184,6 @@ fn mbps(rows: &[Row], server: &str, scale: f64) -> f64 {
     measurement(rows, server, scale).map_or(f64::NAN, |m| m.body_mbps)
 }
 
-fn scale_name(emu: &DiskEmulation, scale: f64) -> String {
-    format!("{:.0} MiB ({scale}×)", emu.memory_limit_bytes as f64 * scale / 1048576.0)
-}
-
 /// Throughput bars, the latency CDF at the largest set, staged's threads over time.
 fn charts(
     lab: &mut Lab,
@@ -226,17 +222,16 @@ fn charts(
                     x_scale: Scale::Linear,
                     y_scale: Scale::Linear,
                     plot: Plot::Bars { categories, series },
+                    note: whiskers_note(1, "bar"),
                 },
             )
             .map_err(io)?,
     ];
-    let mut measured = true;
+    let measured = labels.iter().filter_map(|l| measurement(rows, l, p.last())).all(|m| m.cdf().1);
     let cdf = labels
         .iter()
         .map(|l| {
-            let (points, from_histogram) =
-                measurement(rows, l, p.last()).map_or((Vec::new(), true), Measurement::cdf);
-            measured &= from_histogram;
+            let points = measurement(rows, l, p.last()).map_or(Vec::new(), |m| m.cdf().0);
             Series::new(l.clone(), points)
         })
         .collect();
@@ -256,46 +251,67 @@ fn charts(
                     x_scale: Scale::Log,
                     y_scale: Scale::Linear,
                     plot: Plot::Lines(cdf),
+                    note: cdf_note(measured).into(),
                 },
             )
             .map_err(io)?,
     );
-    let threads: Vec<Series> = rows
-        .iter()
-        .filter(|r| !r.stage_samples.is_empty())
-        .flat_map(|r| {
-            let stages: Vec<String> = r.stage_samples[0].threads.keys().cloned().collect();
-            stages.into_iter().map(move |stage| {
+    figures.extend(thread_charts(lab, emu, p, rows, &workload)?);
+    Ok(figures)
+}
+
+/// staged's threads over time, a figure per stage, a line per (staged server, data set).
+fn thread_charts(
+    lab: &mut Lab,
+    emu: &DiskEmulation,
+    p: &Params,
+    rows: &[Row],
+    workload: &str,
+) -> Result<Vec<String>, String> {
+    let sampled: Vec<&Row> = rows.iter().filter(|r| !r.stage_samples.is_empty()).collect();
+    let several = sampled.iter().any(|r| r.cell.server != sampled[0].cell.server);
+    let mut stages: Vec<String> =
+        sampled.iter().flat_map(|r| r.stage_samples[0].threads.keys().cloned()).collect();
+    stages.sort();
+    stages.dedup();
+    let mut figures = Vec::new();
+    for stage in stages {
+        let series: Vec<Series> = sampled
+            .iter()
+            .map(|r| {
+                let set = scale_name(emu, r.scale);
                 Series::new(
-                    format!("{} {stage} @{}×", r.cell.server, r.scale),
+                    if several {
+                        format!("{}@{set}", r.cell.server)
+                    } else {
+                        format!("staged {set}")
+                    },
                     r.stage_samples
                         .iter()
                         .map(|s| (s.t_s, s.threads.get(&stage).copied().unwrap_or(0) as f64))
                         .collect(),
                 )
             })
-        })
-        .collect();
-    if !threads.is_empty() {
-        figures.push(
-            lab.run
-                .write_chart(
-                    "staged-threads",
-                    &Chart {
-                        title: "staged (Haboob): threads per stage over time".into(),
-                        subtitle: format!(
-                            "{workload}; warm-up {} s then {} s measured",
-                            p.base.warmup, p.base.duration
-                        ),
-                        x_label: "time since the server started (s)".into(),
-                        y_label: "threads in the stage".into(),
-                        x_scale: Scale::Linear,
-                        y_scale: Scale::Linear,
-                        plot: Plot::Lines(threads),
-                    },
-                )
-                .map_err(io)?,
-        );
+            .collect();
+        let chart = Chart {
+            title: format!("staged (Haboob): threads in its {stage} stage over time, per data set"),
+            subtitle: format!(
+                "{workload}; warm-up {} s, then {} s measured",
+                p.base.warmup, p.base.duration
+            ),
+            x_label: "time since the server started (s)".into(),
+            y_label: format!("threads in the {stage} stage"),
+            x_scale: Scale::Linear,
+            y_scale: Scale::Linear,
+            plot: Plot::Lines(series),
+            note: format!(
+                "Sampled every {} ms from the server's stats; the measured phase begins at {} s.",
+                p.sample_every.as_millis(),
+                p.base.warmup
+            ),
+        };
+        let name = format!("staged-threads-{stage}");
+        figures.push(lab.run.write_chart(&name, &chart).map_err(|e| e.to_string())?);
     }
     Ok(figures)
 }

@@ -12,7 +12,7 @@ use crate::experiments::{Lab, failures_section};
 use crate::load::Measurement;
 use crate::report::csv::{Csv, num};
 use crate::report::markdown::table;
-use crate::stats::{Spread, fmt, median, ratio};
+use crate::stats::{Spread, cdf_note, fmt, median, ratio, whiskers_note};
 use crate::svg::{Bars, Chart, Plot, Scale, Series};
 use crate::verdict::{Cmp, judge, ratios};
 
@@ -194,16 +194,17 @@ fn figures(
             subtitle: subtitle.clone(),
             x_label: "offered load (requests/s)".into(),
             y_label: format!("{long} response time (ms, log scale)"),
-            x_scale: Scale::Linear,
+            x_scale: Scale::Span,
             y_scale: Scale::Log,
             plot: Plot::Lines(series),
+            note: whiskers_note(p.rounds, "rate"),
         };
         out.push(
             lab.run.write_chart(&format!("latency-vs-rate-{short}-{model}"), &chart).map_err(io)?,
         );
     }
     if let Some(top) = top_rate(run) {
-        out.extend(top_rate_figures(lab, run, labels, top, &subtitle)?);
+        out.extend(top_rate_figures(lab, run, labels, (top, p.rounds), &subtitle)?);
     }
     for (short, long, f) in [("p95", "95th percentile", stats[1].2), ("mean", "mean", stats[2].2)] {
         let mut series = Vec::new();
@@ -235,6 +236,7 @@ fn figures(
             x_scale: Scale::Linear,
             y_scale: Scale::Log,
             plot: Plot::Lines(series),
+            note: whiskers_note(p.rounds, "window"),
         };
         out.push(
             lab.run
@@ -259,7 +261,7 @@ fn top_rate_figures(
     lab: &mut Lab,
     run: &ModelRun,
     labels: &[String],
-    top: f64,
+    (top, rounds): (f64, u32),
     subtitle: &str,
 ) -> Result<Vec<String>, String> {
     let io = |e: std::io::Error| e.to_string();
@@ -288,6 +290,7 @@ fn top_rate_figures(
                 x_scale: Scale::Log,
                 y_scale: Scale::Linear,
                 plot: Plot::Lines(cdf),
+                note: cdf_note(measured).into(),
             },
         )
         .map_err(io)?;
@@ -326,6 +329,7 @@ fn top_rate_figures(
                     categories: stats.iter().map(|(n, _)| n.to_string()).collect(),
                     series,
                 },
+                note: whiskers_note(rounds, "bar"),
             },
         )
         .map_err(io)?;
