@@ -323,6 +323,23 @@ mod tests {
     }
 
     #[test]
+    fn reads_an_interval_as_a_measurement_of_its_own() {
+        let json = r#"{"time_zero_unix_s":1700000000.25,"intervals":[{"start_s":0.0,"length_s":0.5,
+            "requests":40,"ok":39,"body_bytes":500000,"errors":{"connect":0,"timeout":2,"reset":0,"bad_response":0},
+            "errors_total":2,"p50_us":900,"latency_us":{"mean":1500.5,"min":100,"max":9000,"p5":200,"p50":900,
+            "p90":3000,"p95":4000,"p99":8000,"p999":9000},"histogram":"x"}]}"#;
+        let r: Report = serde_json::from_str(json).unwrap();
+        assert_eq!(r.time_zero_unix_s, 1_700_000_000.25);
+        let m = interval_measurement(&r.intervals[0]);
+        assert_eq!((m.requests, m.ok, m.errors, m.failed()), (40, 39, 3, 2));
+        assert_eq!((m.rps, m.body_mbps), (80.0, 8.0));
+        assert_eq!((m.latency.p95, m.latency.mean), (4.0, 1.5005));
+        assert!(m.problems().unwrap().starts_with("2 of 42 requests got no answer (timeout 2"));
+        let empty: Interval = serde_json::from_str(r#"{"length_s":0.5}"#).unwrap();
+        assert!(interval_measurement(&empty).latency.p95.is_nan(), "nothing answered: no latency");
+    }
+
+    #[test]
     fn counts_failures_and_statuses_by_kind() {
         let json = r#"{"requests":6022,"ok":5838,"status":{"200":5804,"301":34,"404":184},
             "errors":{"connect":0,"timeout":25,"reset":0,"bad_response":0},"errors_total":25,
