@@ -575,7 +575,7 @@ impl<'a> Session<'a> {
             urls_file: Some(urls.to_path_buf()),
             timeout_s: load.timeout_s,
             interval_s,
-            interval_by_start: true,
+            interval_by_start: interval_s.is_some(),
         }
         .run_watched(&self.lab.bins.ampload, self.lab.client_cpus(), watch);
         let secs = from.elapsed().as_secs_f64().max(secs);
