@@ -331,8 +331,12 @@ fn disk_bound_without_cgroups_says_so() {
 
 #[test]
 fn linux_comparison_quick() {
-    let run = amplab(&["linux-comparison", "--servers", "staged,sped,amped"]);
+    let run = amplab(&["linux-comparison", "--servers", "staged,sped,amped", "--rounds", "2"]);
     run.assert_ok();
+    // One round per cell: --rounds is not silently taken for more.
+    let notes = run.json("setup.json")["notes"].to_string();
+    assert!(notes.contains("--rounds 2 was ignored"), "{notes}");
+    assert!(run.stderr.contains("--rounds 2 was ignored"), "{}", run.stderr);
     let rows = run.csv("results.csv");
     let cells: Vec<(&str, &str)> =
         rows.iter().map(|r| (r["scale"].as_str(), r["server"].as_str())).collect();

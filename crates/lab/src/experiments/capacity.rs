@@ -125,11 +125,25 @@ pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
         (vec![r.dataset_bytes.to_string(), r.scale.to_string()], &r.cell)
     })?;
     let s = outputs(&mut lab, &emus, &p, &rows)?;
-    let notes = emus.iter().filter(|e| !e.applied()).map(DiskEmulation::describe).collect();
+    let mut notes: Vec<String> =
+        emus.iter().filter(|e| !e.applied()).map(DiskEmulation::describe).collect();
+    notes.extend(rounds_ignored(&lab, &a.common));
     let mut params = p.to_json(emus.first().map_or(0, |e| e.memory_limit_bytes));
     params["models"] = json!(emus.iter().map(|e| e.name.clone()).collect::<Vec<_>>());
     let disk = if emus.len() == 1 { json!(emus[0]) } else { json!(emus) };
     lab.finish(params, Some(disk), notes, &s)
+}
+
+/// The note (also said on stderr) that `--rounds` above 1 was given to an experiment that
+/// runs one round per cell (E5, E7): its figures and summary say one round.
+pub(super) fn rounds_ignored(lab: &Lab, common: &crate::cli::CommonArgs) -> Option<String> {
+    let rounds = common.rounds.filter(|r| *r > 1)?;
+    let note = format!(
+        "--rounds {rounds} was ignored: {} runs one round per cell (no spread is measured)",
+        lab.experiment
+    );
+    eprintln!("[amplab {}] {note}", lab.experiment);
+    Some(note)
 }
 
 /// The figures, one per model, and summary.md's text (the same from a run and from `amplab

@@ -85,7 +85,8 @@ pub fn run(a: &LinuxComparisonArgs) -> Result<std::path::PathBuf, String> {
     let s = outputs(&mut lab, &emu, &p, &rows)?;
     let mut params = p.base.to_json(emu.memory_limit_bytes);
     params["stage_sample_ms"] = json!(a.sample_ms);
-    let notes = if emu.applied() { Vec::new() } else { vec![emu.describe()] };
+    let mut notes = if emu.applied() { Vec::new() } else { vec![emu.describe()] };
+    notes.extend(capacity::rounds_ignored(&lab, &a.capacity.common));
     lab.finish(params, Some(json!(emu)), notes, &s)
 }
 
