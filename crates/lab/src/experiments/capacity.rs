@@ -236,11 +236,13 @@ pub(super) fn measure_with<X>(
     Ok(rows)
 }
 
-/// A server's body throughput on the data set of `scale` (NaN if not measured).
+/// A server's body throughput on the data set of `scale` (NaN if not measured, or if nothing
+/// was answered: a server that died before its first answer has no throughput, not 0).
 fn mbps(rows: &[Row], server: &str, scale: f64) -> f64 {
     rows.iter()
         .find(|r| r.cell.server == server && r.scale == scale)
         .and_then(|r| r.cell.measurement.as_ref())
+        .filter(|m| m.requests > 0)
         .map_or(f64::NAN, |m| m.body_mbps)
 }
 

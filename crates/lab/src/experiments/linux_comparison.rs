@@ -175,10 +175,12 @@ fn write_thread_csv(lab: &mut Lab, rows: &[Row]) -> Result<(), String> {
     lab.run.write("staged-threads.csv", &csv.render()).map_err(|e| e.to_string())
 }
 
+/// A server's measurement on the data set of `scale`, if it answered anything.
 fn measurement<'a>(rows: &'a [Row], server: &str, scale: f64) -> Option<&'a Measurement> {
     rows.iter()
         .find(|r| r.cell.server == server && r.scale == scale)
         .and_then(|r| r.cell.measurement.as_ref())
+        .filter(|m| m.requests > 0)
 }
 
 fn mbps(rows: &[Row], server: &str, scale: f64) -> f64 {

@@ -10,8 +10,9 @@
 //! - the legend column is as wide as its longest name and the canvas as tall as the legend, so
 //!   no legend entry is ever cut off;
 //! - a bar chart whose bars differ by more than 10× on a linear axis is drawn as one panel per
-//!   category, each with its own axis, so small bars stay visible (line charts of such data
-//!   take a log axis);
+//!   category, each with its own axis, so small bars stay visible (when the categories' tops
+//!   differ by more than 2×; line charts of such data take a log axis); a bar that has no
+//!   measurement is marked "n/a", not left out silently;
 //! - a dense line (a CDF, a time series) carries a marker every few points only, so the
 //!   markers that tell series apart in print do not smear into a thick band;
 //! - bars have a filled swatch in the legend, lines their line and marker.
@@ -44,8 +45,11 @@ const CHAR_W: f64 = 7.4;
 /// Gap between bar panels (holds the next panel's tick labels).
 const PANEL_GAP: f64 = 64.0;
 /// A bar chart's categories are split into panels above this ratio of its largest and
-/// smallest bars.
+/// smallest bars…
 const PANEL_RATIO: f64 = 10.0;
+/// … when the categories' largest bars differ by more than this (else one axis shows them
+/// as well).
+const PANEL_TOPS_RATIO: f64 = 2.0;
 /// A line with more points than this gets markers along it, not at every point.
 const DENSE_POINTS: usize = 20;
 /// Distance between the markers of a dense line, pixels along the line.
@@ -271,7 +275,17 @@ impl Chart {
         let (lo, hi) = bars
             .filter(|v| v.is_finite() && *v > 0.0)
             .fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
-        let panels = self.y_scale != Scale::Log && categories.len() > 1 && hi > PANEL_RATIO * lo;
+        // Panels help when the small bars sit in another category than the large ones.
+        let tops: Vec<f64> = (0..categories.len())
+            .map(|ci| series.iter().filter_map(|b| b.values.get(ci).copied()).fold(0.0, f64::max))
+            .filter(|t| *t > 0.0)
+            .collect();
+        let (top_lo, top_hi) =
+            tops.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &t| (a.min(t), b.max(t)));
+        let panels = self.y_scale != Scale::Log
+            && categories.len() > 1
+            && hi > PANEL_RATIO * lo
+            && top_hi > PANEL_TOPS_RATIO * top_lo;
         let groups: Vec<Vec<usize>> = if panels {
             (0..categories.len()).map(|c| vec![c]).collect()
         } else {
@@ -313,10 +327,21 @@ impl Chart {
                 );
                 for (k, &ci) in cats.iter().enumerate() {
                     let Some(&v) = b.values.get(ci) else { continue };
+                    let bx = x0 + group_w * k as f64 + group_w * 0.1 + bar_w * si as f64;
+                    if v.is_nan() {
+                        // No measurement (the cell failed): say so where its bar would stand.
+                        let _ = write!(
+                            svg,
+                            r##"<text class="missing" x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10" fill="{color}">n/a<title>{}: no measurement</title></text>"##,
+                            bx + bar_w * 0.46,
+                            base - 4.0,
+                            esc(&b.name)
+                        );
+                        continue;
+                    }
                     if !usable(v, self.y_scale) {
                         continue;
                     }
-                    let bx = x0 + group_w * k as f64 + group_w * 0.1 + bar_w * si as f64;
                     let top = frame.py(&y, v);
                     let spread = b.spread.get(ci).copied();
                     let range = spread.map_or(String::new(), |(a, z)| {
@@ -608,6 +633,15 @@ mod tests {
             series: vec![bars("amped", &[4200.0, 780.0]), bars("apache", &[500.0, 60.0])],
         };
         assert_eq!(c.render().matches(r#"fill="none" stroke="black""#).count(), 2);
+        // A small bar beside tops alike: one axis would look the same twice.
+        c.plot = Plot::Bars {
+            categories: vec!["1.5".into(), "3.3".into()],
+            series: vec![bars("amped", &[3800.0, 3000.0]), bars("uring", &[f64::NAN, 60.0])],
+        };
+        let svg = c.render();
+        assert_eq!(svg.matches(r#"fill="none" stroke="black""#).count(), 1);
+        assert!(svg.contains(">n/a<title>uring: no measurement</title>"), "{svg}");
+        check_figure(&svg).unwrap();
     }
 
     #[test]
