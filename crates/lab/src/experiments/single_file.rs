@@ -369,6 +369,7 @@ pub fn write_outputs(
             x_scale: Scale::Linear,
             y_scale: Scale::Linear,
             plot: Plot::Lines(series(|m| m.body_mbps)),
+            note: String::new(),
         };
         figures
             .push(lab.run.write_chart(&format!("bandwidth-{}", mode_name(mode)), &bw).map_err(io)?);
@@ -388,6 +389,7 @@ pub fn write_outputs(
             x_scale: Scale::Linear,
             y_scale: Scale::Linear,
             plot: Plot::Lines(series(|m| m.rps)),
+            note: String::new(),
         };
         figures.push(lab.run.write_chart(&format!("rate-{}", mode_name(mode)), &rate).map_err(io)?);
     }
