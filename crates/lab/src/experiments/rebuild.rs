@@ -42,6 +42,7 @@ fn one(dir: &Path) -> Result<PathBuf, String> {
         "single-file" => super::single_file::rebuild(&mut lab, &setup)?,
         "optimizations" => super::optimizations::rebuild(&mut lab, &setup)?,
         "trace" => super::trace::rebuild(&mut lab, &setup)?,
+        "soak" => super::soak::rebuild(&mut lab, &setup)?,
         "disk-bound" | "capacity" | "linux-comparison" => {
             return Err(format!(
                 "{}: amplab report does not rebuild {} runs yet (their results gained disk models; \

@@ -1,0 +1,90 @@
+//! A server's memory and descriptors from /proc, summed over every process of its process
+//! group (amplab starts each server as a group of its own: mp workers, nginx's and Apache's
+//! children are counted with their parent; a reload's new workers join the same group).
+//! RSS is summed as each process reports it, so pages shared between processes count once
+//! per process, as `ps` would add them up.
+
+use std::fs;
+
+/// One look at a server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Sample {
+    /// Seconds since the soak of this server began.
+    pub t_s: f64,
+    /// Resident set size, KiB, summed over the group's processes.
+    pub rss_kb: u64,
+    /// Open descriptors, summed.
+    pub fds: u64,
+    /// Processes in the group.
+    pub procs: u64,
+}
+
+/// Samples process group `pgid` at `t_s`; `None` if no process of it is left.
+pub fn sample(pgid: i32, t_s: f64) -> Option<Sample> {
+    let page_kb = (rustix::param::page_size() / 1024) as u64;
+    let mut s = Sample { t_s, ..Sample::default() };
+    for entry in fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        if group_of(&stat) != Some(pgid) {
+            continue;
+        }
+        let statm = fs::read_to_string(format!("/proc/{pid}/statm")).unwrap_or_default();
+        let resident: u64 =
+            statm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+        s.rss_kb += resident * page_kb;
+        s.fds += fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count() as u64).unwrap_or(0);
+        s.procs += 1;
+    }
+    (s.procs > 0).then_some(s)
+}
+
+/// The process group in a /proc/PID/stat line (the fifth field; the second, the command,
+/// is in parentheses and may hold spaces).
+fn group_of(stat: &str) -> Option<i32> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// Start, end, maximum of a quantity over the samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Span {
+    pub start: u64,
+    pub end: u64,
+    pub max: u64,
+}
+
+impl Span {
+    /// Over `samples` (time order) of `f`.
+    pub fn of(samples: &[Sample], f: fn(&Sample) -> u64) -> Span {
+        Span {
+            start: samples.first().map_or(0, f),
+            end: samples.last().map_or(0, f),
+            max: samples.iter().map(f).max().unwrap_or(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_group_of_a_stat_line() {
+        assert_eq!(group_of("42 (a b) c) S 1 77 77 0 -1"), Some(77));
+        assert_eq!(group_of("garbage"), None);
+    }
+
+    #[test]
+    fn samples_this_process_group() {
+        let me = rustix::process::getpgrp().as_raw_nonzero().get();
+        let s = sample(me, 1.5).expect("our own group");
+        assert!(s.procs >= 1 && s.rss_kb > 0 && s.fds >= 3, "{s:?}");
+        let span = Span::of(
+            &[Sample { rss_kb: 5, ..s }, Sample { rss_kb: 9, ..s }, Sample { rss_kb: 7, ..s }],
+            |s| s.rss_kb,
+        );
+        assert_eq!(span, Span { start: 5, end: 7, max: 9 });
+    }
+}
