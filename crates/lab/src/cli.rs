@@ -491,8 +491,8 @@ pub struct SoakArgs {
     /// Seconds without a byte before a request counts as a timeout (default 30; quick 10).
     #[arg(long, value_parser = positive_secs, value_name = "S")]
     pub io_timeout: Option<f64>,
-    /// Seconds between reload signals to the server (0: none; default 30, quick: once
-    /// halfway).
+    /// Seconds between reload signals to the server, the first after half that (0: none;
+    /// default 30; quick: once, halfway).
     #[arg(long, value_parser = non_negative_secs, value_name = "S")]
     pub signal_every: Option<f64>,
     /// Staleness allowed, seconds: an answer showing a file's state from up to this long

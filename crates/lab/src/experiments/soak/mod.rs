@@ -74,7 +74,7 @@ pub struct Knobs {
     pub endless_cap_s: f64,
     pub malformed_pause_ms: u64,
     pub mutate_every_ms: u64,
-    /// Seconds between reload signals (the first after one period).
+    /// Seconds between reload signals (the first after half a period).
     pub signal_every_s: f64,
     pub sample_every_s: f64,
     pub io_timeout_s: f64,
@@ -108,7 +108,7 @@ impl Knobs {
             endless_cap_s: 120.0,
             malformed_pause_ms: if q { 5 } else { 20 },
             mutate_every_ms: if q { 40 } else { 250 },
-            signal_every_s: a.signal_every.unwrap_or(if q { duration_s / 2.0 } else { 30.0 }),
+            signal_every_s: a.signal_every.unwrap_or(if q { duration_s } else { 30.0 }),
             sample_every_s: if q { 0.1 } else { 1.0 },
             io_timeout_s: a.io_timeout.unwrap_or(if q { 10.0 } else { 30.0 }),
             grace_s: a.grace,
@@ -190,6 +190,10 @@ pub struct ServerSoak {
     pub samples: Vec<Sample>,
     pub rss_kb: Span,
     pub fds: Span,
+    /// The descriptors held before the load and once idle after it, by kind (see
+    /// [`procstat::fd_kinds`]).
+    pub fds_start_kinds: std::collections::BTreeMap<String, u64>,
+    pub fds_end_kinds: std::collections::BTreeMap<String, u64>,
     pub max_procs: u64,
     /// The server still ran after the load.
     pub alive_at_end: bool,
@@ -309,6 +313,7 @@ fn load(
         knobs,
     };
     out.samples.extend(procstat::sample(pgid, 0.0));
+    out.fds_start_kinds = procstat::fd_kinds(pgid);
     let mutations = std::thread::scope(|s| {
         let sh = &sh;
         let mut handles = Vec::new();
@@ -357,6 +362,7 @@ fn load(
         std::thread::sleep(Duration::from_millis(50));
     }
     out.samples.extend(procstat::sample(pgid, sh.t()));
+    out.fds_end_kinds = procstat::fd_kinds(pgid);
     out.alive_at_end = server.alive();
     if !out.alive_at_end && out.error.is_none() {
         out.error =
@@ -378,7 +384,9 @@ fn watch(
     let k = sh.knobs;
     let pgid = server.pid();
     let mut next_sample = k.sample_every_s;
-    let mut next_signal = if k.signal_every_s > 0.0 { k.signal_every_s } else { f64::INFINITY };
+    // Signals halfway through each period: a run of one period still gets one.
+    let mut next_signal =
+        if k.signal_every_s > 0.0 { k.signal_every_s / 2.0 } else { f64::INFINITY };
     let mut stopped_at: Option<f64> = None;
     loop {
         std::thread::sleep(Duration::from_millis(20));

@@ -4,6 +4,7 @@
 //! RSS is summed as each process reports it, so pages shared between processes count once
 //! per process, as `ps` would add them up.
 
+use std::collections::BTreeMap;
 use std::fs;
 
 /// One look at a server.
@@ -23,13 +24,7 @@ pub struct Sample {
 pub fn sample(pgid: i32, t_s: f64) -> Option<Sample> {
     let page_kb = (rustix::param::page_size() / 1024) as u64;
     let mut s = Sample { t_s, ..Sample::default() };
-    for entry in fs::read_dir("/proc").ok()?.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-        if group_of(&stat) != Some(pgid) {
-            continue;
-        }
+    for pid in group(pgid) {
         let statm = fs::read_to_string(format!("/proc/{pid}/statm")).unwrap_or_default();
         let resident: u64 =
             statm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
@@ -38,6 +33,47 @@ pub fn sample(pgid: i32, t_s: f64) -> Option<Sample> {
         s.procs += 1;
     }
     (s.procs > 0).then_some(s)
+}
+
+/// The open descriptors of process group `pgid` by kind: `socket`, `file`, `deleted file`
+/// (a file removed or renamed over and still held open), `pipe`, `anon` (epoll, eventfd,
+/// io_uring…) and `other`.
+pub fn fd_kinds(pgid: i32) -> BTreeMap<String, u64> {
+    let mut kinds = BTreeMap::new();
+    for pid in group(pgid) {
+        let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
+        for fd in dir.flatten() {
+            let target =
+                fs::read_link(fd.path()).map(|p| p.display().to_string()).unwrap_or_default();
+            let kind = if target.starts_with("socket:") {
+                "socket"
+            } else if target.starts_with("pipe:") {
+                "pipe"
+            } else if target.starts_with("anon_inode:") {
+                "anon"
+            } else if target.starts_with('/') && target.ends_with(" (deleted)") {
+                "deleted file"
+            } else if target.starts_with('/') {
+                "file"
+            } else {
+                "other"
+            };
+            *kinds.entry(kind.to_string()).or_default() += 1;
+        }
+    }
+    kinds
+}
+
+/// The processes of group `pgid`.
+fn group(pgid: i32) -> Vec<i32> {
+    let Ok(dir) = fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|stat| group_of(&stat) == Some(pgid))
+        })
+        .collect()
 }
 
 /// The process group in a /proc/PID/stat line (the fifth field; the second, the command,
@@ -81,6 +117,8 @@ mod tests {
         let me = rustix::process::getpgrp().as_raw_nonzero().get();
         let s = sample(me, 1.5).expect("our own group");
         assert!(s.procs >= 1 && s.rss_kb > 0 && s.fds >= 3, "{s:?}");
+        let kinds = fd_kinds(me);
+        assert!(kinds.values().sum::<u64>() >= 3, "{kinds:?}");
         let span = Span::of(
             &[Sample { rss_kb: 5, ..s }, Sample { rss_kb: 9, ..s }, Sample { rss_kb: 7, ..s }],
             |s| s.rss_kb,
