@@ -149,7 +149,7 @@ pub fn preflight(cfg: &Config) -> io::Result<()> {
 /// Serves on `listeners` with the configured architecture until shutdown completes.
 pub fn serve(server: &Server, listeners: Vec<TcpListener>) -> io::Result<()> {
     let arch = server.cfg.arch;
-    let limits = ClientLimits::from_config(&server.cfg);
+    let limits = ClientLimits::from_config(&server.cfg, &server.stats);
     let run_one = |listener: TcpListener| -> io::Result<()> {
         let pipeline = server.pipeline(&limits);
         match arch {
