@@ -125,6 +125,14 @@ impl History {
         seeds
     }
 
+    /// Whether the file was truncated in place (a version followed by a shorter one of the
+    /// same bytes) at some time in `[a, b]`.
+    pub fn truncated_during(&self, a: f64, b: f64) -> bool {
+        self.versions
+            .windows(2)
+            .any(|w| w[1].seed == w[0].seed && w[1].len < w[0].len && (a..=b).contains(&w[1].born))
+    }
+
     /// The latest time at or before `b` the path was absent (no version), if ever.
     fn last_absent(&self, b: f64) -> Option<f64> {
         if self.fixed {
@@ -628,6 +636,18 @@ mod tests {
         assert_eq!(judge(&early, ranged, &r416, 6.0, 6.1, 1.0).outcome, Outcome::UnexpectedStatus);
         let e500 = Answer { status: 500, ..r416 };
         assert_eq!(judge(&h, GET, &e500, 6.0, 6.1, 1.0).outcome, Outcome::UnexpectedStatus);
+    }
+
+    #[test]
+    fn truncations_are_found_in_a_window() {
+        let mut h = History::default();
+        h.push(1, 100, false, 0.0);
+        h.push(1, 40, false, 5.0); // truncated
+        h.push(2, 400, false, 8.0); // renamed over: not a truncation
+        h.push(2, 400, true, 9.0);
+        assert!(h.truncated_during(4.0, 6.0));
+        assert!(!h.truncated_during(6.0, 20.0));
+        assert!(!h.truncated_during(0.0, 4.9));
     }
 
     #[test]

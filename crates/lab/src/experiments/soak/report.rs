@@ -142,6 +142,12 @@ pub fn verdict(r: &ServerSoak, k: &Knobs) -> Verdict {
             k.grace_s
         ));
     }
+    if r.latency_ms.1 > 5000.0 {
+        notes.push(format!(
+            "small-file answers waited up to {:.1} s (p99): slow clients held the server",
+            r.latency_ms.1 / 1000.0
+        ));
+    }
     if r.signals.signal.is_none() {
         notes.push("no reload signal".into());
     }

@@ -115,6 +115,22 @@ fn receive(
         Ok(h) => h,
         Err(Cut::Quit) => return Next::Drop,
         Err(Cut::Closed | Cut::Reset(_)) if conn.answers > 0 => return Next::Retry,
+        Err(cut @ (Cut::Closed | Cut::Reset(_))) => {
+            // Closed before answering: right if the file shrank under the request (a server
+            // that finds it short before sending anything may close).
+            let (a, b) = (start - sh.knobs.grace_s, sh.t());
+            let j = if sh.files.history(req.file).truncated_during(a, b) {
+                Judgement {
+                    outcome: Outcome::ExpectedError,
+                    reason: "closed before answering: the file was truncated under it",
+                    stale_s: None,
+                }
+            } else {
+                cut_judgement(&cut, "no answer")
+            };
+            sh.record(client, &j, 0, &what);
+            return Next::Drop;
+        }
         Err(cut) => {
             sh.record(client, &cut_judgement(&cut, "no answer"), 0, &what);
             return Next::Drop;
