@@ -197,7 +197,7 @@ pub struct ServerSoak {
     pub max_procs: u64,
     /// The server still ran after the load.
     pub alive_at_end: bool,
-    /// Small-file answers' latency, ms: p50, p99, max.
+    /// Latency of the keep-alive and close clients' small-file answers, ms: p50, p99, max.
     pub latency_ms: (f64, f64, f64),
     pub verdict: report::Verdict,
 }

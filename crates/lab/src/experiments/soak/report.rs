@@ -144,7 +144,7 @@ pub fn verdict(r: &ServerSoak, k: &Knobs) -> Verdict {
     }
     if r.latency_ms.1 > 5000.0 {
         notes.push(format!(
-            "small-file answers waited up to {:.1} s (p99): slow clients held the server",
+            "normal clients' small-file answers waited up to {:.1} s (p99): slow clients held the server",
             r.latency_ms.1 / 1000.0
         ));
     }

@@ -173,7 +173,9 @@ fn receive(
         if matches!(head.status, 200 | 206) && !req.head {
             t.checked(check.received);
         }
-        if j.outcome == Outcome::Ok && sh.files.kinds[req.file] == Kind::Small {
+        // Latency of normal clients only (a slowloris head takes seconds by design).
+        let normal = matches!(client, "keep-alive" | "close");
+        if normal && j.outcome == Outcome::Ok && sh.files.kinds[req.file] == Kind::Small {
             t.latency((end - start) * 1000.0);
         }
         let mut said = format!("{what} → {}", head.status);
