@@ -35,17 +35,24 @@ pub fn sample(pgid: i32, t_s: f64) -> Option<Sample> {
     (s.procs > 0).then_some(s)
 }
 
-/// The open descriptors of process group `pgid` by kind: `socket`, `file`, `deleted file`
-/// (a file removed or renamed over and still held open), `pipe`, `anon` (epoll, eventfd,
-/// io_uring…) and `other`.
+/// The open descriptors of process group `pgid` by kind: `connection` (a TCP socket not
+/// listening), `socket` (listening, Unix, …), `file`, `deleted file` (a file removed or
+/// renamed over and still held open), `pipe`, `anon` (epoll, eventfd, io_uring…) and `other`.
 pub fn fd_kinds(pgid: i32) -> BTreeMap<String, u64> {
+    let connections = tcp_connection_inodes();
     let mut kinds = BTreeMap::new();
     for pid in group(pgid) {
         let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
         for fd in dir.flatten() {
             let target =
                 fs::read_link(fd.path()).map(|p| p.display().to_string()).unwrap_or_default();
-            let kind = if target.starts_with("socket:") {
+            let inode = target
+                .strip_prefix("socket:[")
+                .and_then(|r| r.strip_suffix(']'))
+                .and_then(|i| i.parse::<u64>().ok());
+            let kind = if inode.is_some_and(|i| connections.contains(&i)) {
+                "connection"
+            } else if target.starts_with("socket:") {
                 "socket"
             } else if target.starts_with("pipe:") {
                 "pipe"
@@ -62,6 +69,25 @@ pub fn fd_kinds(pgid: i32) -> BTreeMap<String, u64> {
         }
     }
     kinds
+}
+
+/// The inodes of this network namespace's TCP sockets that are not listening
+/// (/proc/net/tcp and tcp6: the state is the fourth field, `0A` is LISTEN; the inode the tenth).
+fn tcp_connection_inodes() -> std::collections::HashSet<u64> {
+    let mut inodes = std::collections::HashSet::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = fs::read_to_string(table).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() > 9
+                && f[3] != "0A"
+                && let Ok(inode) = f[9].parse::<u64>()
+            {
+                inodes.insert(inode);
+            }
+        }
+    }
+    inodes
 }
 
 /// The processes of group `pgid`.
@@ -119,6 +145,17 @@ mod tests {
         assert!(s.procs >= 1 && s.rss_kb > 0 && s.fds >= 3, "{s:?}");
         let kinds = fd_kinds(me);
         assert!(kinds.values().sum::<u64>() >= 3, "{kinds:?}");
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (accepted, _) = l.accept().unwrap();
+        let inode = |fd: &dyn std::os::fd::AsRawFd| {
+            use std::os::unix::fs::MetadataExt;
+            fs::metadata(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap().ino()
+        };
+        let connections = tcp_connection_inodes();
+        assert!(connections.contains(&inode(&c)) && connections.contains(&inode(&accepted)));
+        assert!(!connections.contains(&inode(&l)), "a listener is not a connection");
+        drop((c, accepted, l));
         let span = Span::of(
             &[Sample { rss_kb: 5, ..s }, Sample { rss_kb: 9, ..s }, Sample { rss_kb: 7, ..s }],
             |s| s.rss_kb,

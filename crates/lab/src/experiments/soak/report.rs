@@ -93,16 +93,17 @@ pub fn verdict(r: &ServerSoak, k: &Knobs) -> Verdict {
         problems.push(format!("{} body bytes in mismatched answers", count(t.mismatched_bytes)));
     }
     // Once idle, a server may keep files open (a cache: at most one per path served, per
-    // process) and spare pipes or other descriptors of its own, but no connection.
+    // process) and spare pipes or other descriptors of its own (a reload's extra process has
+    // its own Unix sockets), but no TCP connection.
     let kind =
         |m: &std::collections::BTreeMap<String, u64>, k: &str| m.get(k).copied().unwrap_or(0);
     let paths = (k.set.small + k.set.large.len() + k.set.churn) as u64;
     let (start, end) = (&r.fds_start_kinds, &r.fds_end_kinds);
-    if kind(end, "socket") > kind(start, "socket") + 2 {
+    if kind(end, "connection") > kind(start, "connection") + 2 {
         problems.push(format!(
-            "sockets {} → {} once idle: connections left open ({})",
-            kind(start, "socket"),
-            kind(end, "socket"),
+            "TCP connections {} → {} once idle: left open ({})",
+            kind(start, "connection"),
+            kind(end, "connection"),
             kinds_text(end)
         ));
     }
@@ -113,7 +114,7 @@ pub fn verdict(r: &ServerSoak, k: &Knobs) -> Verdict {
             "{held} files open once idle, more than the {paths} paths served per process"
         ));
     }
-    for k in ["pipe", "anon", "other"] {
+    for k in ["socket", "pipe", "anon", "other"] {
         if kind(end, k) > kind(start, k) + 2 {
             notes.push(format!("{k} descriptors {} → {} once idle", kind(start, k), kind(end, k)));
         }
