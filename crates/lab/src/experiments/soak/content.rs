@@ -14,19 +14,15 @@
 //! `[start − grace, end]`: `grace` is the staleness a server documents (amped: one second), so
 //! an answer from a version replaced just before the request is not called stale.
 
+use amped_workload::rng::SplitMix64;
+
 /// The SplitMix64 increment.
 const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// SplitMix64's output function.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// The 8-byte word `k` of the version with `seed`.
+/// The 8-byte word `k` of the version with `seed`: the (k+1)-th output of SplitMix64 from
+/// `seed`, reached directly (its state after k steps is `seed + k·γ`).
 fn word(seed: u64, k: u64) -> [u8; 8] {
-    mix(seed.wrapping_add(k.wrapping_add(1).wrapping_mul(GAMMA))).to_le_bytes()
+    SplitMix64::new(seed.wrapping_add(k.wrapping_mul(GAMMA))).next_u64().to_le_bytes()
 }
 
 /// The bytes `[offset, offset + out.len())` of the version with `seed`.
