@@ -39,6 +39,10 @@ pub enum Command {
     LinuxComparison(LinuxComparisonArgs),
     /// Every experiment in turn, each into its own folder.
     All(AllArgs),
+    /// A bounded reliability run per server: keep-alive and close clients, large files, slow
+    /// readers, slowloris, malformed requests, files changed under load and reload signals;
+    /// outcomes by kind, byte-exact checks, RSS and descriptors over time.
+    Soak(SoakArgs),
     /// apt-get install the peers and tools (root): nginx-light, apache2-bin, lighttpd, h2o,
     /// apache2-utils (ab), wrk, util-linux (taskset), fonts-dejavu-core (PNG figures).
     InstallPeers(InstallArgs),
@@ -476,6 +480,25 @@ pub struct AllArgs {
     pub disk: DiskArgs,
     #[command(flatten)]
     pub shape: TraceShapeArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SoakArgs {
+    /// --duration: seconds of load per server (default 120; quick 3). --rounds and --warmup
+    /// are not used.
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Seconds without a byte before a request counts as a timeout (default 30; quick 10).
+    #[arg(long, value_parser = positive_secs, value_name = "S")]
+    pub io_timeout: Option<f64>,
+    /// Seconds between reload signals to the server, the first after half that (0: none;
+    /// default 30; quick: once, halfway).
+    #[arg(long, value_parser = non_negative_secs, value_name = "S")]
+    pub signal_every: Option<f64>,
+    /// Staleness allowed, seconds: an answer showing a file's state from up to this long
+    /// before the request is right (amped documents 1 s); older is counted as stale.
+    #[arg(long, default_value_t = 1.0, value_parser = non_negative_secs, value_name = "S")]
+    pub grace: f64,
 }
 
 #[derive(Debug, Args)]

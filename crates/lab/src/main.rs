@@ -53,6 +53,7 @@ fn main() {
         Command::PoolVsNopool(a) => experiments::pool::run(a).map(|p| vec![p]),
         Command::LinuxComparison(a) => experiments::linux_comparison::run(a).map(|p| vec![p]),
         Command::All(a) => experiments::all::run(a),
+        Command::Soak(a) => experiments::soak::run(a).map(|p| vec![p]),
         Command::InstallPeers(a) => install::run(a.dry_run).map(|()| Vec::new()),
         Command::Report(a) => report(a),
         Command::Slowdisk(a) => {

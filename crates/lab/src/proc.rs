@@ -86,6 +86,11 @@ impl ServerProcess {
         Ok(ServerProcess { child: Some(child), pgid })
     }
 
+    /// The process id (and process group id) of the server.
+    pub fn pid(&self) -> i32 {
+        self.pgid.as_raw_nonzero().get()
+    }
+
     /// The piped stdout (taken once).
     pub fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
         self.child.as_mut().and_then(|c| c.stdout.take())

@@ -100,6 +100,9 @@ impl Deref for Cells {
 pub struct Stats {
     mine: Cells,
     all: Option<&'static [AtomicU64]>,
+    /// Under `mp`: the words after the counters, where the per-client limits are kept
+    /// (`crate::client_limits::Shared`), if they are on.
+    limits: Option<&'static [AtomicU64]>,
     /// The gauges of each stage, in pipeline order (`staged` only; per process).
     pub stages: Mutex<Vec<Arc<StageGauges>>>,
 }
@@ -109,6 +112,7 @@ impl Default for Stats {
         Stats {
             mine: Cells::Own((0..COUNTERS).map(|_| AtomicU64::new(0)).collect()),
             all: None,
+            limits: None,
             stages: Mutex::default(),
         }
     }
@@ -129,18 +133,31 @@ impl Stats {
         if cfg.arch != Arch::Mp {
             return Ok((Stats::default(), None));
         }
-        let len = (cfg.processes + 1) * COUNTERS;
+        let counters = (cfg.processes + 1) * COUNTERS;
+        let limits = crate::client_limits::Shared::words(
+            cfg.max_connections_per_ip,
+            cfg.rate_limit_per_ip,
+            cfg.processes,
+        );
+        let len = counters + limits;
         let bad = || io::Error::new(io::ErrorKind::InvalidInput, "--worker-index out of range");
         match cfg.stats_fd {
             Some(fd) => {
                 let all = amped_sys::shared::adopt_counters(fd, len)?;
-                Ok((Stats::shared_slot(all, cfg.worker_index).ok_or_else(bad)?, None))
+                let stats = Stats::shared_slot(all, counters, cfg.worker_index);
+                Ok((stats.ok_or_else(bad)?, None))
             }
             None => {
                 let (fd, all) = amped_sys::shared::create_counters(len)?;
-                Ok((Stats::shared_slot(all, cfg.processes).ok_or_else(bad)?, Some(fd)))
+                let stats = Stats::shared_slot(all, counters, cfg.processes);
+                Ok((stats.ok_or_else(bad)?, Some(fd)))
             }
         }
+    }
+
+    /// Under `mp`, the shared words of the per-client limits (when they are on).
+    pub fn limit_words(&self) -> Option<&'static [AtomicU64]> {
+        self.limits
     }
 
     /// The whole shared array (under `mp`), for the parent to reset a dead worker's gauge.
@@ -148,11 +165,18 @@ impl Stats {
         self.all
     }
 
-    /// The counters of worker `slot` in `all`, a shared array of whole slots (`COUNTERS`
-    /// each); the JSON document sums every slot.
-    pub fn shared_slot(all: &'static [AtomicU64], slot: usize) -> Option<Stats> {
+    /// The counters of worker `slot` in `all`, a shared array whose first `counters` words
+    /// are whole slots (`COUNTERS` each; the JSON document sums every slot) and the rest the
+    /// per-client limits' words.
+    pub fn shared_slot(all: &'static [AtomicU64], counters: usize, slot: usize) -> Option<Stats> {
+        let (all, limits) = all.split_at(counters.min(all.len()));
         let mine = all.get(slot * COUNTERS..(slot + 1) * COUNTERS)?;
-        Some(Stats { mine: Cells::Shared(mine), all: Some(all), stages: Mutex::default() })
+        Some(Stats {
+            mine: Cells::Shared(mine),
+            all: Some(all),
+            limits: (!limits.is_empty()).then_some(limits),
+            stages: Mutex::default(),
+        })
     }
 
     /// Resets the `connections_open` gauge of `slot` (its worker died with connections
@@ -300,10 +324,14 @@ mod tests {
 
     #[test]
     fn shared_slots_sum() {
+        // Three slots of counters, then 5 words of the per-client limits.
         let all: &'static [AtomicU64] =
-            Box::leak((0..3 * COUNTERS).map(|_| AtomicU64::new(0)).collect());
-        let (a, b) = (Stats::shared_slot(all, 0).unwrap(), Stats::shared_slot(all, 2).unwrap());
-        assert!(Stats::shared_slot(all, 3).is_none());
+            Box::leak((0..3 * COUNTERS + 5).map(|_| AtomicU64::new(0)).collect());
+        let n = 3 * COUNTERS;
+        let (a, b) =
+            (Stats::shared_slot(all, n, 0).unwrap(), Stats::shared_slot(all, n, 2).unwrap());
+        assert!(Stats::shared_slot(all, n, 3).is_none());
+        assert_eq!(a.limit_words().map(<[AtomicU64]>::len), Some(5));
         bump(a.requests());
         bump(b.requests());
         bump(b.connections_open());

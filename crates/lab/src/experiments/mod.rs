@@ -11,6 +11,7 @@ pub mod optimizations;
 pub mod pool;
 pub mod rebuild;
 pub mod single_file;
+pub mod soak;
 pub mod stage_sampler;
 pub mod trace;
 
@@ -50,7 +51,7 @@ pub struct Lab {
 }
 
 /// The experiments' names, as setup.json records them.
-pub const EXPERIMENTS: [&str; 7] = [
+pub const EXPERIMENTS: [&str; 8] = [
     "single-file",
     "trace",
     "optimizations",
@@ -58,6 +59,7 @@ pub const EXPERIMENTS: [&str; 7] = [
     "capacity",
     "pool-vs-nopool",
     "linux-comparison",
+    "soak",
 ];
 
 impl Lab {

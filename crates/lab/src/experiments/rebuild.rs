@@ -48,6 +48,7 @@ fn one(dir: &Path) -> Result<PathBuf, String> {
         "disk-bound" => super::disk_bound::rebuild(&mut lab, &setup)?,
         "capacity" => super::capacity::rebuild(&mut lab, &setup)?,
         "linux-comparison" => super::linux_comparison::rebuild(&mut lab, &setup)?,
+        "soak" => super::soak::rebuild(&mut lab, &setup)?,
         _ => super::pool::rebuild(&mut lab, &setup)?,
     };
     lab.finish_rebuilt(&summary)

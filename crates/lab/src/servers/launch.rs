@@ -183,6 +183,11 @@ impl RunningServer {
         }
     }
 
+    /// The server's process id, which is also its process group's.
+    pub fn pid(&self) -> i32 {
+        self.process.pid()
+    }
+
     /// Whether the server is still running (a crash or an OOM kill ends it early).
     pub fn alive(&mut self) -> bool {
         self.process.exited().is_none()

@@ -186,7 +186,7 @@ pub fn preflight(cfg: &Config) -> io::Result<()> {
 /// `--listen` sockets (over TLS when it is on), then the `--redirect-http` one.
 pub fn serve(server: &Server, listeners: Listeners) -> io::Result<()> {
     let arch = server.cfg.arch;
-    let limits = ClientLimits::from_config(&server.cfg);
+    let limits = ClientLimits::from_config(&server.cfg, &server.stats);
     let https_port = listeners.sockets.iter().find_map(|l| l.local_addr().ok()).map(|a| a.port());
     let run_one = |listener: TcpListener, redirect: bool| -> io::Result<()> {
         let (pipeline, tls) = if redirect {

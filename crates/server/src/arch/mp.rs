@@ -12,7 +12,9 @@
 //! caches — the replicated caches that cost Flash-MP its memory footprint. The counters,
 //! though, are the server's: the parent creates them in shared memory and passes that to
 //! every worker (`--stats-fd`, `--worker-index`), so the stats endpoint sums all workers
-//! whichever one answers (see [`crate::stats`]).
+//! whichever one answers (see [`crate::stats`]). The per-client limits live in the same
+//! memory, after the counters, so `--max-connections-per-ip` and `--rate-limit-per-ip` hold
+//! for the server, not per worker (see [`crate::client_limits`]).
 //!
 //! The parent only supervises: a worker that dies (crash, kill -9, a stray SIGTERM) is
 //! replaced at most once a second per slot, with a line on stderr. SIGTERM/SIGINT to the
@@ -24,6 +26,7 @@
 use super::Server;
 use super::blocking::{self, Gate, Stop};
 use super::lifecycle::TICK;
+use crate::client_limits::Shared as ClientShared;
 use crate::config::Config;
 use crate::operator::SignalCounts;
 use crate::pipeline::Pipeline;
@@ -64,6 +67,7 @@ pub fn run(
         let stats = Shared {
             fd: server.stats_fd.as_ref().map(|f| f.as_raw_fd()),
             cells: server.stats.shared_cells(),
+            limits: server.stats.limit_words(),
         };
         Supervisor::start(&pipeline.cfg, listeners, stats)?.run(&server.shutdown, &server.signals)
     }
@@ -75,6 +79,8 @@ struct Shared {
     fd: Option<RawFd>,
     /// The parent's view, to reset a dead worker's gauge.
     cells: Option<&'static [AtomicU64]>,
+    /// The per-client limits' words, to free a dead worker's connection cells.
+    limits: Option<&'static [AtomicU64]>,
 }
 
 /// One worker: accept, serve that connection to its end, repeat until shutdown.
@@ -201,6 +207,9 @@ impl<'a> Supervisor<'a> {
             slot.child = None;
             if let Some(cells) = self.stats.cells {
                 Stats::reset_open_gauge(cells, i);
+            }
+            if let Some(words) = self.stats.limits {
+                ClientShared::clear_worker(words, self.cfg.max_connections_per_ip, i);
             }
         }
         if slot.child.is_some()

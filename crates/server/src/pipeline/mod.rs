@@ -145,7 +145,7 @@ pub struct Pipeline {
 impl Pipeline {
     /// A pipeline with empty caches (and per-client limits of its own).
     pub fn new(cfg: Arc<Config>, stats: Arc<Stats>, log: AccessLogger) -> Self {
-        let limits = ClientLimits::from_config(&cfg);
+        let limits = ClientLimits::from_config(&cfg, &stats);
         Pipeline::sharing(cfg, stats, log, limits)
     }
 

@@ -302,6 +302,66 @@ fn mp_worker_crash_is_replaced() {
     s.assert_alive();
 }
 
+/// The per-client limits hold for the server, not per worker: `--processes 4
+/// --max-connections-per-ip 2` lets two connections in (each held by a worker) and answers a
+/// third 429 although two workers are free; a connection that closes frees its place; a
+/// worker killed while it holds one gives it back. `--rate-limit-per-ip 1/m --rate-limit-burst
+/// 3` over new connections (spread over the workers) serves three requests, then 429.
+#[test]
+fn mp_client_limits_hold_for_the_whole_server() {
+    let args = ["--max-connections-per-ip", "2", "--stats-path", STATS];
+    let s = Server::start(&["--arch", "mp", "--processes", "4"], &args, fill);
+    let mut open = vec![held_connection(&s), held_connection(&s)];
+    let mut third = s.conn();
+    third.send(req("GET", "/a.txt", ""));
+    let r = third.response();
+    assert_eq!(r.status, 429, "{r:?}");
+    assert_eq!(r.header("retry-after"), Some("1"));
+    third.assert_closed(Duration::from_secs(3));
+    drop(open.pop());
+    thread::sleep(Duration::from_millis(300)); // its worker notices the close
+    open.push(held_connection(&s));
+    let mut over = s.conn();
+    over.send(req("GET", "/a.txt", ""));
+    assert_eq!(over.response().status, 429);
+    // A worker killed while it holds a connection: the parent frees its place. The other
+    // connection stays open, so a new one is served only if the dead worker's place is free.
+    let victim = busiest_worker(&workers(&s, 4)).expect("a worker with a client connection");
+    let status = std::process::Command::new("kill").args(["-KILL", &victim.to_string()]).status();
+    assert!(status.unwrap().success());
+    let back = eventually(Duration::from_secs(5), || s.get("/a.txt").status == 200);
+    assert!(back, "the dead worker's place was not given back");
+    assert!(counter(&stats(s.addr, STATS), "client_limit_refusals") >= 2);
+    drop(open);
+
+    let args = ["--rate-limit-per-ip", "1/m", "--rate-limit-burst", "3"];
+    let s = Server::start(&["--arch", "mp", "--processes", "4"], &args, fill);
+    for _ in 0..3 {
+        s.get("/a.txt").assert_status(200);
+    }
+    let r = s.get("/a.txt");
+    assert_eq!(r.status, 429, "{r:?}");
+    assert_eq!(r.header("retry-after"), Some("60"));
+}
+
+/// The worker (among `pids`) with more sockets open than the others: one holding a client
+/// connection besides the listener they all share.
+fn busiest_worker(pids: &BTreeSet<u32>) -> Option<u32> {
+    let sockets = |pid: u32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| {
+            d.flatten()
+                .filter(|e| {
+                    std::fs::read_link(e.path())
+                        .is_ok_and(|t| t.to_string_lossy().starts_with("socket:"))
+                })
+                .count()
+        })
+    };
+    let counts: Vec<(usize, u32)> = pids.iter().map(|&p| (sockets(p), p)).collect();
+    let least = counts.iter().map(|c| c.0).min()?;
+    counts.into_iter().filter(|c| c.0 > least).max().map(|c| c.1)
+}
+
 /// SIGTERM to the parent reaches every worker: a download in flight completes, every worker
 /// exits, and the parent exits 0.
 #[test]
