@@ -309,7 +309,7 @@ impl ClientLimits {
     ) -> Option<Arc<ClientLimits>> {
         let (max, rate) = (cfg.max_connections_per_ip, cfg.rate_limit_per_ip);
         match stats.limit_words() {
-            Some(words) if cfg.worker_fd.is_some() => {
+            Some(words) if cfg.is_mp_worker() => {
                 let shared = Shared::over(words, max, cfg.processes, cfg.worker_index);
                 ClientLimits::shared(max, rate, shared)
             }

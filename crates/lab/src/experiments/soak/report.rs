@@ -248,6 +248,7 @@ pub fn outputs(
             x_scale: Scale::Linear,
             y_scale: Scale::Linear,
             plot: Plot::Lines(series),
+            note: String::new(),
         };
         figures.push(lab.run.write_chart(name, &chart).map_err(io)?);
     }
