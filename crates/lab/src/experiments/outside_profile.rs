@@ -294,9 +294,30 @@ pub struct PerfThread {
 pub struct SlowCall {
     pub tid: u32,
     pub call: String,
+    /// When it started, ms on perf's clock.
+    pub at_ms: f64,
     pub ms: f64,
     /// The first descriptor's target or file name in its arguments (`/path`, `socket:[N]`).
     pub about: Option<String>,
+    /// Whether the thread went to sleep inside it (a `sched_switch` away in state S or D),
+    /// rather than only being preempted; `None` when no switch was traced.
+    pub slept: Option<bool>,
+}
+
+/// A thread switched off its CPU (`sched:sched_switch`, traced in the switching thread).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Switch {
+    pub tid: u32,
+    pub at_ms: f64,
+    /// Asleep (S or D), not preempted.
+    pub sleep: bool,
+}
+
+/// One event line: a call (whole, begun, or `[continued]`), or a switch.
+enum Line {
+    Call { tid: u32, at_ms: f64, call: String, ms: Option<f64>, about: Option<String> },
+    Continued { tid: u32, call: String, ms: f64 },
+    Switch(Switch),
 }
 
 /// What a `perf trace -S --duration T` output says.
@@ -304,6 +325,9 @@ pub struct SlowCall {
 pub struct PerfReport {
     pub threads: BTreeMap<u32, PerfThread>,
     pub slow: Vec<SlowCall>,
+    /// `sched_switch` events traced (0: the trace had none, so a slow call's sleep is not
+    /// told from a preemption).
+    pub switches: u64,
 }
 
 /// Parses perf trace's output: the events printed one by one (`T ( D ms): comm/tid call(args)
@@ -315,11 +339,47 @@ pub fn parse_perf_trace(text: &str) -> PerfReport {
         Some(at) => (&text[..at], &text[at..]),
         None => (text, ""),
     };
+    // A call interrupted by a switch is printed twice: begun (`(   ): … call(args) ...`) and
+    // `[continued]: call()) = R` with its duration.
+    let mut begun: BTreeMap<u32, (f64, String, Option<String>)> = BTreeMap::new();
+    let mut switches: Vec<Switch> = Vec::new();
     for line in events.lines() {
-        if let Some(s) = parse_event(line) {
-            report.slow.push(s);
+        match parse_event(line) {
+            Some(Line::Call { tid, at_ms, call, ms: Some(ms), about }) => {
+                report.slow.push(SlowCall { tid, call, at_ms, ms, about, slept: None });
+            }
+            Some(Line::Call { tid, at_ms, call, ms: None, about }) => {
+                begun.insert(tid, (at_ms, call, about));
+            }
+            Some(Line::Continued { tid, call, ms }) => {
+                let (at_ms, about) = match begun.remove(&tid) {
+                    Some((at, c, about)) if c == call => (at, about),
+                    _ => (f64::NAN, None),
+                };
+                report.slow.push(SlowCall { tid, call, at_ms, ms, about, slept: None });
+            }
+            Some(Line::Switch(sw)) => switches.push(sw),
+            None => {}
         }
     }
+    if !switches.is_empty() {
+        for call in &mut report.slow {
+            let end = call.at_ms + call.ms;
+            let inside = switches
+                .iter()
+                // tid 0: perf traced one thread and named none.
+                .filter(|w| call.tid == 0 || w.tid == call.tid)
+                .filter(|w| w.at_ms >= call.at_ms - 0.001 && w.at_ms <= end);
+            let mut seen = false;
+            let mut slept = false;
+            for w in inside {
+                seen = true;
+                slept |= w.sleep;
+            }
+            call.slept = if seen { Some(slept) } else { Some(false) };
+        }
+    }
+    report.switches = switches.len() as u64;
     let mut current: Option<u32> = None;
     for line in summary.lines() {
         let t = line.trim();
@@ -379,11 +439,34 @@ fn thread_header(t: &str) -> Option<(String, u32)> {
 }
 
 /// `  0.104 ( 5.038 ms): nginx/15710 epoll_wait(epfd: 7<anon_inode:[eventpoll]>, …) = 1`.
-fn parse_event(line: &str) -> Option<SlowCall> {
-    let open = line.find('(')?;
-    let (dur, rest) = line[open + 1..].split_once("ms):")?;
-    let ms: f64 = dur.trim().parse().ok()?;
+fn parse_event(line: &str) -> Option<Line> {
+    let t = line.trim_start();
+    let (at, rest) = t.split_once(' ')?;
+    let at_ms: f64 = at.parse().ok()?;
     let rest = rest.trim_start();
+    if let Some((_, ev)) = rest.split_once("sched:sched_switch(") {
+        // `comm/tid sched:sched_switch(prev_comm: …, prev_pid: N (comm), prev_state: 1, …)`
+        // (one thread traced: `(   ): sched:sched_switch(…)`): prev_state absent (0) or 256
+        // is a preemption; 1 (S) or 2 (D) a sleep.
+        let field = |name: &str| -> Option<u64> {
+            let (_, v) = ev.split_once(name)?;
+            v.split([',', ')', ' ']).next()?.trim().parse().ok()
+        };
+        let tid = field("prev_pid: ").unwrap_or(0) as u32;
+        let state = field("prev_state: ").unwrap_or(0);
+        return Some(Line::Switch(Switch { tid, at_ms, sleep: state & 0xff != 0 }));
+    }
+    if !rest.starts_with('(') {
+        return None;
+    }
+    let (dur, rest) = rest[1..].split_once("):")?;
+    let ms: Option<f64> = dur.trim().strip_suffix("ms").and_then(|d| d.trim().parse().ok());
+    let rest = rest.trim_start();
+    if let Some((who, cont)) = rest.split_once("... [continued]: ") {
+        let tid = who.trim().rsplit_once('/').and_then(|(_, t)| t.parse().ok()).unwrap_or(0);
+        let call = cont.split('(').next()?.trim().to_string();
+        return Some(Line::Continued { tid, call, ms: ms? });
+    }
     let paren = rest.find('(')?;
     // `comm/tid call(`, or just `call(` when perf traces a single thread (tid 0 here, the
     // summary's only thread once parsed).
@@ -392,7 +475,7 @@ fn parse_event(line: &str) -> Option<SlowCall> {
         None => (0, &rest[..paren]),
     };
     let args = &rest[paren + 1..];
-    Some(SlowCall { tid, call: call.trim().to_string(), ms, about: about(args) })
+    Some(Line::Call { tid, at_ms, call: call.trim().to_string(), ms, about: about(args) })
 }
 
 /// What a call's arguments say it was about: the first descriptor target that is a path
@@ -433,7 +516,8 @@ pub fn perf_available() -> Result<PathBuf, String> {
             let perf = crate::tools::which("perf")
                 .ok_or("perf is not installed (Debian: linux-perf)".to_string())?;
             let out = Command::new(&perf)
-                .args(["trace", "-s", "--", "true"])
+                .args(["trace", "-s", "--syscalls", "-e", "sched:sched_switch"])
+                .args(["--filter", SLEEPS, "--", "true"])
                 .stdin(Stdio::null())
                 .output()
                 .map_err(|e| format!("cannot run perf: {e}"))?;
@@ -450,6 +534,9 @@ pub fn perf_available() -> Result<PathBuf, String> {
         .clone()
 }
 
+/// The kernel-side filter on `sched_switch`: switches into a sleep (S or D).
+const SLEEPS: &str = "prev_state == 1 || prev_state == 2";
+
 /// A `perf trace` attached to a server.
 pub struct PerfTrace {
     child: Child,
@@ -464,7 +551,10 @@ impl PerfTrace {
         }
         let list: Vec<String> = pids.iter().map(u32::to_string).collect();
         let child = Command::new(perf)
-            .args(["trace", "-S", "--duration", &SLOW_MS.to_string(), "-p", &list.join(",")])
+            // Only switches into a sleep (S or D): preemptions are many on a busy machine, and
+            // a slow call without a sleep inside was preempted.
+            .args(["trace", "-S", "--syscalls", "-e", "sched:sched_switch", "--filter", SLEEPS])
+            .args(["--duration", &SLOW_MS.to_string(), "-p", &list.join(",")])
             .arg("-o")
             .arg(out)
             .stdin(Stdio::null())
@@ -632,6 +722,12 @@ pub struct Slice {
     pub stall_examples: Vec<String>,
     /// Threads that did nothing in the slice (left out).
     pub idle_threads: u32,
+    /// Slow calls on files that were only preempted, not asleep (not counted as blocked).
+    #[serde(default)]
+    pub preempted: u64,
+    /// Whether sleeps were told from preemptions (`sched_switch` traced).
+    #[serde(default)]
+    pub switches_traced: bool,
 }
 
 /// A server's profile from outside.
@@ -732,7 +828,8 @@ pub fn assemble(
     };
     let mut roles_of: BTreeMap<u32, &'static str> = BTreeMap::new();
     if let Some(SliceInput { threads, perf, window_s, secs, requests }) = slice {
-        let mut s = Slice { secs, requests, ..Slice::default() };
+        let mut s =
+            Slice { secs, requests, switches_traced: perf.switches > 0, ..Slice::default() };
         for (tid, d) in threads {
             let calls = perf.threads.get(tid).map(|t| t.calls.clone()).unwrap_or_default();
             if calls.is_empty() {
@@ -764,6 +861,11 @@ pub fn assemble(
             let Some(role) = roles_of.get(&slow.tid) else { continue };
             let on_file = slow.about.as_deref().is_none_or(|a| !is_socket_like(a));
             if !DISK_CALLS.contains(&slow.call.as_str()) || !on_file {
+                continue;
+            }
+            if slow.slept == Some(false) {
+                // Long because the thread was preempted (a busy machine), not asleep.
+                s.preempted += 1;
                 continue;
             }
             let c = s.calls.entry(format!("{role} {}", slow.call)).or_default();
@@ -878,6 +980,19 @@ impl Watch {
             (_, Err(why)) => return self.without_slice(&why),
         };
         let report = parse_perf_trace(&text);
+        // The switches only told sleeps from preemptions: the kept copy goes without them.
+        let kept: String = text
+            .lines()
+            .filter(|l| !l.contains(" sched:sched_switch("))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        // AMPLAB_PERF_RAW=1 keeps perf's whole output (a test fixture's source).
+        if std::env::var_os("AMPLAB_PERF_RAW").is_none() {
+            let _ = std::fs::write(
+                keep,
+                format!("# perf trace; its {} sched_switch lines dropped\n{kept}", report.switches),
+            );
+        }
         if report.threads.is_empty() {
             return self.without_slice("perf trace's output had no summary");
         }
@@ -947,6 +1062,12 @@ mod tests {
         for row in t.calls.values() {
             assert!(row.total_ms >= 0.0 && row.max_ms <= row.total_ms + 1e-9, "{row:?}");
         }
+        // Sleeps were traced (sched_switch into S or D), and the slow file calls slept.
+        assert!(r.switches > 0);
+        let file_calls: Vec<&SlowCall> =
+            r.slow.iter().filter(|s| s.call == "pread64" || s.call == "newfstatat").collect();
+        assert!(!file_calls.is_empty() && file_calls.iter().all(|s| s.slept.is_some()));
+        assert!(file_calls.iter().filter(|s| s.slept == Some(true)).count() * 2 > file_calls.len());
         // Its slow calls name files of the data set.
         assert!(!r.slow.is_empty());
         assert!(
@@ -970,10 +1091,12 @@ mod tests {
         // nginx-aio on the hdd model: its worker's loop opens files itself, its thread pool
         // sends them (`aio threads` covers sendfile).
         let r = parse_perf_trace(include_str!("../../tests/fixtures/perf-trace-nginx-aio-hdd.txt"));
-        assert_eq!(r.threads.len(), 8, "{:?}", r.threads.keys());
+        // The worker and its 32 pool threads.
+        assert_eq!(r.threads.len(), 33, "{:?}", r.threads.keys());
         let roles: Vec<&str> = r.threads.values().map(|t| role(Kind::Event, &t.calls)).collect();
         assert_eq!(roles.iter().filter(|r| **r == "loop").count(), 1, "{roles:?}");
-        assert_eq!(roles.iter().filter(|r| **r == "helper").count(), 7, "{roles:?}");
+        assert_eq!(roles.iter().filter(|r| **r == "helper").count(), 32, "{roles:?}");
+        assert!(r.switches > 0 && r.slow.iter().any(|s| s.slept == Some(true)));
         let sendfile = r.slow.iter().find(|s| s.call == "sendfile").expect("a slow sendfile");
         assert!(sendfile.about.as_deref().is_some_and(|a| a.contains("/specweb-")), "{sendfile:?}");
         let threads: BTreeMap<u32, ThreadCounters> = r
@@ -1010,10 +1133,33 @@ mod tests {
             vec![SlowCall {
                 tid: 15711,
                 call: "pread64".into(),
+                at_ms: 6.954,
                 ms: 12.269,
-                about: Some("/data/dir00001/class2_3".into())
+                about: Some("/data/dir00001/class2_3".into()),
+                slept: None,
             }]
         );
+    }
+
+    fn slow(tid: u32, call: &str, ms: f64, about: Option<&str>, slept: Option<bool>) -> SlowCall {
+        let about = about.map(str::to_string);
+        SlowCall { tid, call: call.into(), at_ms: 0.0, ms, about, slept }
+    }
+
+    #[test]
+    fn a_call_interrupted_by_a_switch_is_joined_and_its_sleep_told_from_a_preemption() {
+        let text = "     1.538 (         ): nginx/12 sendfile(out_fd: 9<socket:[74]>, in_fd: 12</w/f1.bin>, count: 200000) ...\n\
+     1.600 nginx/12 sched:sched_switch(prev_comm: \"nginx\", prev_pid: 12 (nginx), prev_prio: 120, prev_state: 2, next_comm: \"swapper/1\", next_prio: 120)\n\
+     1.538 ( 3.911 ms): nginx/12  ... [continued]: sendfile())                                         = 200000\n\
+     9.000 (         ): nginx/12 pread64(fd: 15</w/f2.bin>, count: 4096) ...\n\
+     9.100 nginx/12 sched:sched_switch(prev_comm: \"nginx\", prev_pid: 12 (nginx), prev_prio: 120, prev_state: 256, next_comm: \"perf\", next_pid: 5 (perf), next_prio: 120)\n\
+     9.000 ( 2.000 ms): nginx/12  ... [continued]: pread64())                                         = 4096\n";
+        let r = parse_perf_trace(text);
+        assert_eq!(r.switches, 2);
+        assert_eq!(r.slow.len(), 2, "{:?}", r.slow);
+        assert_eq!(r.slow[0].about.as_deref(), Some("/w/f1.bin"));
+        assert_eq!((r.slow[0].at_ms, r.slow[0].ms, r.slow[0].slept), (1.538, 3.911, Some(true)));
+        assert_eq!(r.slow[1].slept, Some(false), "256: preempted");
     }
 
     #[test]
@@ -1052,9 +1198,10 @@ mod tests {
             PerfThread { comm: "x".into(), calls: [("futex".to_string(), row(3, 900.0))].into() },
         );
         perf.slow = vec![
-            SlowCall { tid: 10, call: "openat".into(), ms: 400.0, about: Some("/d/a".into()) },
-            SlowCall { tid: 10, call: "read".into(), ms: 9.0, about: Some("socket:[5]".into()) },
-            SlowCall { tid: 11, call: "futex".into(), ms: 900.0, about: None },
+            slow(10, "openat", 400.0, Some("/d/a"), Some(true)),
+            slow(10, "read", 9.0, Some("socket:[5]"), Some(true)),
+            slow(10, "pread64", 30.0, Some("/d/b"), Some(false)),
+            slow(11, "futex", 900.0, None, Some(true)),
         ];
         let input =
             SliceInput { threads: &slice, perf: &perf, window_s: 1.0, secs: 1.0, requests: 50 };
@@ -1068,6 +1215,7 @@ mod tests {
         // helper: its slow futex is an idle wait → not asleep.
         assert!(p.asleep_share("helper").unwrap().abs() < 1e-9);
         assert_eq!(s.loop_disk_stalls, 1, "the socket read is not a disk stall");
+        assert_eq!(s.preempted, 1, "the preempted pread64 did not block");
         assert_eq!(s.calls["loop openat"].slow, 1);
         assert_eq!(p.top(2), "loop openat: 1× ≥1 ms, 400 ms");
         assert_eq!(p.measured["loop"].major_faults, 4);
