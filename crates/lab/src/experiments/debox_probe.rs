@@ -55,6 +55,22 @@ impl Blocking {
                 );
             }
         }
+        // uring: ring operations that may wait for the disk and were slow, as a "ring" role
+        // (the loop never waits in them; the request that asked does).
+        for op in p["ring_ops"]["ops"].as_array().into_iter().flatten() {
+            if op["may_wait_for_disk"].as_bool() != Some(true) {
+                continue;
+            }
+            calls.insert(
+                format!("ring {}", op["op"].as_str().unwrap_or("?")),
+                CallTotals {
+                    count: op["count"].as_u64().unwrap_or(0),
+                    blocked: op["slow"].as_u64().unwrap_or(0),
+                    slept_us: op["slow_us"].as_f64().unwrap_or(0.0),
+                    major_faults: 0,
+                },
+            );
+        }
         Blocking { calls, loop_disk_stalls: p["stalls"]["in_disk_calls"].as_u64().unwrap_or(0) }
     }
 
