@@ -6,7 +6,7 @@ flags amplab's outside profile uses (crates/lab/src/experiments/outside_profile.
 Usage: sudo bench/scripts/perf_trace_overhead.py OUT_DIR [--rounds N] [--secs S] [--ampload PATH]
 Writes OUT_DIR/rounds.csv and prints medians and ranges. Needs root (perf trace -p).
 """
-import argparse, csv, os, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import argparse, csv, json, os, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PERF = ["perf", "trace", "-S", "--syscalls", "-e", "sched:sched_switch",
@@ -50,15 +50,13 @@ def main():
                     perf = subprocess.Popen(PERF + ["-p", ",".join(pids), "-o", os.path.join(work, "t.txt")],
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     time.sleep(0.5)
-                out = subprocess.run(["taskset", "-c", "0", a.ampload, "-c", "50", "-d", f"{a.secs}s", "--json", url],
-                                     capture_output=True, text=True)
+                out = subprocess.run(["taskset", "-c", "0", a.ampload, "-c", "50", "-d", f"{a.secs}s",
+                                      "--json", "--quiet", url], capture_output=True, text=True)
                 if perf:
                     perf.send_signal(signal.SIGINT); perf.wait(60)
-                m = re.search(r'"rps"\s*:\s*([0-9.]+)', out.stdout)
-                p50 = re.search(r'"p50"\s*:\s*([0-9.]+)', out.stdout)
-                rps = float(m.group(1)) if m else float("nan")
-                rows.append({"round": r, "traced": traced, "rps": rps,
-                             "p50_ms": float(p50.group(1)) if p50 else float("nan"),
+                d = json.loads(out.stdout)
+                rows.append({"round": r, "traced": traced, "rps": d["rps"],
+                             "p50_ms": d["latency_us"]["p50"] / 1000,
                              "loadavg": open("/proc/loadavg").read().split()[0]})
                 print(rows[-1], flush=True)
     finally:
