@@ -172,31 +172,79 @@ pub fn explain(rows: &[Row], ranking: &Ranking) -> String {
             names.join(" > ")
         );
     }
-    let asleep = |l: &str| rows.iter().find(|r| r.label == l).and_then(|r| r.loop_asleep);
-    let ranked: Vec<(&str, f64)> =
-        names.iter().filter_map(|l| asleep(l).map(|a| (*l, a))).collect();
-    let list = ranked
+    let row_of = |l: &str| rows.iter().find(|r| r.label == l);
+    // A server "blocks" when its event loop slept 1 % of the time or more; one without a
+    // loop (workers) or whose loop stayed awake does not.
+    let blocks = |l: &str| row_of(l).and_then(|r| r.loop_asleep).is_some_and(|a| a >= 0.01);
+    let ranked: Vec<&str> = names.iter().copied().filter(|l| row_of(l).is_some()).collect();
+    let pct = |l: &str| {
+        row_of(l)
+            .and_then(|r| r.loop_asleep)
+            .map_or_else(|| "no loop".to_string(), |a| format!("{} %", fmt(a * 100.0, 1)))
+    };
+    let list = ranked.iter().map(|l| format!("{l} {}", pct(l))).collect::<Vec<_>>().join(", ");
+    let awake: Vec<&str> = ranked.iter().copied().filter(|l| !blocks(l)).collect();
+    let asleep: Vec<&str> = ranked.iter().copied().filter(|l| blocks(l)).collect();
+    let worst = asleep
         .iter()
-        .map(|(l, a)| format!("{l} {}", fmt(a * 100.0, 1)))
-        .collect::<Vec<_>>()
-        .join(", ");
-    // Pairs ranked the wrong way round by more than a point of loop sleep.
-    let mut exceptions = Vec::new();
-    for (i, (better, a)) in ranked.iter().enumerate() {
-        for (worse, b) in &ranked[i + 1..] {
-            if a - b > 0.01 {
-                exceptions.push(format!("{better} ranks above {worse} though its loop slept more"));
+        .filter_map(|l| row_of(l))
+        .max_by(|a, b| a.loop_asleep.unwrap_or(0.0).total_cmp(&b.loop_asleep.unwrap_or(0.0)));
+    let where_ = worst
+        .map(|r| format!(" {}'s loop slept most, in {}.", r.label, r.loop_top))
+        .unwrap_or_default();
+    let head = format!(
+        "Ranked by {} (best first), with the share of time each event loop slept outside its idle waits: {list}.",
+        ranking.metric
+    );
+    // Does every server whose loop stayed awake rank ahead of every one whose loop slept?
+    let last_awake = ranked.iter().rposition(|l| !blocks(l));
+    let first_asleep = ranked.iter().position(|l| blocks(l));
+    let split = match (last_awake, first_asleep) {
+        (Some(a), Some(b)) => a < b,
+        _ => false,
+    };
+    // Among the servers whose loop slept: the more it slept, the lower it ranks (5 points of
+    // tolerance: rates close to the disk's limit move these by that much)?
+    let mut out_of_order = Vec::new();
+    for (i, better) in asleep.iter().enumerate() {
+        for worse in &asleep[i + 1..] {
+            let (a, b) = (row_of(better), row_of(worse));
+            let (a, b) = (a.and_then(|r| r.loop_asleep), b.and_then(|r| r.loop_asleep));
+            if let (Some(a), Some(b)) = (a, b)
+                && a - b > 0.05
+            {
+                out_of_order
+                    .push(format!("{better} ranks above {worse} though its loop slept more"));
             }
         }
     }
-    let worst = rows
-        .iter()
-        .filter(|r| r.loop_asleep.is_some())
-        .max_by(|a, b| a.loop_asleep.unwrap_or(0.0).total_cmp(&b.loop_asleep.unwrap_or(0.0)));
-    let where_ = worst
-        .filter(|r| r.loop_asleep.unwrap_or(0.0) >= 0.01)
-        .map(|r| format!(" ({}'s loop slept in {})", r.label, r.loop_top))
-        .unwrap_or_default();
+    let within = if asleep.len() < 2 {
+        String::new()
+    } else if out_of_order.is_empty() {
+        " Among those whose loop slept, the more it slept the lower it ranks.".to_string()
+    } else {
+        format!(
+            " Among those whose loop slept, the order does not follow how much ({}): once a loop sleeps much of the time, what it sleeps in and what else waits decide.",
+            out_of_order.into_iter().take(2).collect::<Vec<_>>().join("; ")
+        )
+    };
+    let body = if asleep.is_empty() {
+        " No event loop slept 1 % of the time: the ranking is not explained by blocking on a loop; see the helpers' and workers' sleep.".to_string()
+    } else if awake.is_empty() {
+        " Every event loop slept.".to_string()
+    } else if split {
+        format!(
+            " Every server whose event loop stayed awake ({}) ranks ahead of every one whose loop slept ({}): blocking on the event loop explains the ranking's main split.",
+            awake.join(", "),
+            asleep.join(", ")
+        )
+    } else {
+        let (a, b) = (last_awake.unwrap_or(0), first_asleep.unwrap_or(0));
+        format!(
+            " Blocking on the loop does not explain the ranking alone: {} ranks below {} although its loop stayed awake.",
+            ranked[a], ranked[b]
+        )
+    };
     let no_loop: Vec<&str> =
         rows.iter().filter(|r| !r.has_loop).map(|r| r.label.as_str()).collect();
     let workers = if no_loop.is_empty() {
@@ -209,18 +257,7 @@ pub fn explain(rows: &[Row], ranking: &Ranking) -> String {
             if no_loop.len() == 1 { "its" } else { "their" }
         )
     };
-    if exceptions.is_empty() {
-        format!(
-            "Ranked by {} (best first), the share of time each event loop slept outside its idle waits is {list} %: the same order, so blocking on the event loop explains the ranking{where_}.{workers}",
-            ranking.metric
-        )
-    } else {
-        format!(
-            "Ranked by {} (best first), the share of time each event loop slept outside its idle waits is {list} %: not the same order ({}), so blocking on the loop explains only part of the ranking — the rest is CPU work per request or waits off the loop{where_}.{workers}",
-            ranking.metric,
-            exceptions.into_iter().take(2).collect::<Vec<_>>().join("; ")
-        )
-    }
+    format!("{head}{body}{within}{where_}{workers}")
 }
 
 /// The summary section: title, table, sentence, and how to read it.
@@ -275,13 +312,28 @@ mod tests {
     }
 
     #[test]
-    fn the_same_order_explains_the_ranking_and_names_the_worst_sleeper() {
+    fn the_split_between_awake_and_sleeping_loops_explains_the_ranking() {
         let rows = [row("amped", 0.0, 0), row("lighttpd", 0.6, 40), row("nginx", 0.2, 9)];
         let s = explain(&rows, &ranking(&[("amped", 30.0), ("nginx", 20.0), ("lighttpd", 5.0)]));
-        assert!(s.contains("amped 0.0, nginx 20.0, lighttpd 60.0 %: the same order"), "{s}");
-        assert!(s.contains("lighttpd's loop slept in loop openat"), "{s}");
+        assert!(s.contains("amped 0.0 %, nginx 20.0 %, lighttpd 60.0 %."), "{s}");
+        assert!(
+            s.contains(
+                "stayed awake (amped) ranks ahead of every one whose loop slept (nginx, lighttpd)"
+            ),
+            "{s}"
+        );
+        assert!(s.contains("the more it slept the lower it ranks"), "{s}");
+        assert!(s.contains("lighttpd's loop slept most, in loop openat"), "{s}");
         let s = explain(&rows, &ranking(&[("lighttpd", 30.0), ("nginx", 20.0), ("amped", 5.0)]));
-        assert!(s.contains("not the same order (lighttpd ranks above nginx"), "{s}");
+        assert!(
+            s.contains("does not explain the ranking alone: amped ranks below lighttpd"),
+            "{s}"
+        );
+        assert!(s.contains("does not follow how much (lighttpd ranks above nginx"), "{s}");
+        // Within 5 points is not out of order.
+        let close = [row("a", 0.74, 1), row("b", 0.72, 1)];
+        let s = explain(&close, &ranking(&[("a", 2.0), ("b", 1.0)]));
+        assert!(s.contains("the more it slept the lower it ranks"), "{s}");
     }
 
     #[test]
