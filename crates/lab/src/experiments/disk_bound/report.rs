@@ -446,16 +446,25 @@ fn section(
     s
 }
 
-/// "Who blocked where": each server's profile over its last measured fixed-rate run at the
-/// highest rate (amped's DeBox; a peer's from outside), ranked by the median p95 there.
+/// "Who blocked where": each server's profile over its last fixed-rate run at the highest
+/// rate that did not fail (amped's DeBox; a peer's from outside), ranked by the median p95 there.
 fn who_blocked(run: &ModelRun, labels: &[String]) -> String {
     let top = top_rate(run);
     let rows: Vec<who_blocked::Row> = labels
         .iter()
         .filter_map(|l| {
-            let r = run.rows.iter().rev().find(|r| {
+            // The last run at the top rate that was measured without failing, else the last.
+            let at_top = |r: &&Row| {
                 r.phase == "fixed-rate" && &r.cell.server == l && (top.is_none() || r.rate == top)
-            })?;
+            };
+            let ok = |r: &&Row| r.cell.measurement.is_some() && r.cell.error.is_none();
+            let r = run
+                .rows
+                .iter()
+                .rev()
+                .filter(at_top)
+                .find(ok)
+                .or_else(|| run.rows.iter().rev().find(at_top))?;
             who_blocked::cell_row(&r.cell)
         })
         .collect();
@@ -465,7 +474,7 @@ fn who_blocked(run: &ModelRun, labels: &[String]) -> String {
         .collect();
     let ranking = who_blocked::Ranking { metric: "p95 latency", values, higher_better: false };
     let at = top.map_or(String::new(), |t| format!(" at {t} req/s"));
-    who_blocked::section(&format!("last measured run{at}"), &rows, &ranking)
+    who_blocked::section(&format!("last run{at} that did not fail"), &rows, &ranking)
 }
 
 /// The table of one rate.
