@@ -429,8 +429,22 @@ impl Cgroup {
             .ok()
             .and_then(|t| t.lines().find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok()))
             .unwrap_or(0);
+        let (disk_reads, disk_read_bytes) = self.disk_io().unwrap_or((0, 0));
+        CgroupStats {
+            memory_max_usage_bytes: num(self.memory.join("memory.max_usage_in_bytes")),
+            memory_failcnt: num(self.memory.join("memory.failcnt")),
+            oom_kills,
+            blkio: self.blkio.is_some(),
+            disk_reads,
+            disk_read_bytes,
+        }
+    }
+
+    /// Reads and bytes read from the throttled device so far (blkio only), read often while
+    /// a windowed run lasts.
+    pub fn disk_io(&self) -> Option<(u64, u64)> {
+        let blkio = self.blkio.as_ref()?;
         let io_line = |file: &str| {
-            let blkio = self.blkio.as_ref()?;
             fs::read_to_string(blkio.join(file)).ok().and_then(|t| {
                 t.lines().find_map(|l| {
                     let mut it = l.split_whitespace();
@@ -439,14 +453,10 @@ impl Cgroup {
                 })
             })
         };
-        CgroupStats {
-            memory_max_usage_bytes: num(self.memory.join("memory.max_usage_in_bytes")),
-            memory_failcnt: num(self.memory.join("memory.failcnt")),
-            oom_kills,
-            blkio: self.blkio.is_some(),
-            disk_reads: io_line("blkio.throttle.io_serviced").unwrap_or(0),
-            disk_read_bytes: io_line("blkio.throttle.io_service_bytes").unwrap_or(0),
-        }
+        Some((
+            io_line("blkio.throttle.io_serviced").unwrap_or(0),
+            io_line("blkio.throttle.io_service_bytes").unwrap_or(0),
+        ))
     }
 }
 

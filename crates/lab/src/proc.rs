@@ -155,6 +155,16 @@ pub struct ToolOutput {
 
 /// Runs `argv` to completion, killing it after `deadline` (so a hung tool cannot hang a run).
 pub fn run_tool(argv: &[String], deadline: Duration) -> io::Result<ToolOutput> {
+    run_tool_watched(argv, deadline, &mut || {})
+}
+
+/// [`run_tool`], calling `watch` every 20 ms or so while the tool runs (e.g. to sample
+/// counters beside it).
+pub fn run_tool_watched(
+    argv: &[String],
+    deadline: Duration,
+    watch: &mut dyn FnMut(),
+) -> io::Result<ToolOutput> {
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
         .stdin(Stdio::null())
@@ -166,6 +176,7 @@ pub fn run_tool(argv: &[String], deadline: Duration) -> io::Result<ToolOutput> {
     let end = Instant::now() + deadline;
     let mut timed_out = false;
     let status = loop {
+        watch();
         match child.try_wait()? {
             Some(s) => break Some(s),
             None if Instant::now() < end => thread::sleep(Duration::from_millis(20)),

@@ -59,6 +59,26 @@ impl Spread {
     }
 }
 
+/// A figure's note on its spread: what the whiskers over `rounds` rounds per `point` show,
+/// or that one round has none.
+pub fn whiskers_note(rounds: u32, point: &str) -> String {
+    if rounds > 1 {
+        format!("Medians of {rounds} rounds per {point}; whiskers: min–max over the rounds.")
+    } else {
+        format!("One round per {point}: no spread was measured, so there are no whiskers.")
+    }
+}
+
+/// A CDF figure's note on what it draws: the measured histogram, or lines through the
+/// percentiles of a run from before ampload exported one.
+pub fn cdf_note(measured: bool) -> &'static str {
+    if measured {
+        "Each server's measured latency histogram (ampload's percentile spectrum), last round."
+    } else {
+        "Not a measured distribution: straight lines through the 8 percentiles ampload reported."
+    }
+}
+
 /// `a / b`, NaN when either is not a positive finite number.
 pub fn ratio(a: f64, b: f64) -> f64 {
     if a.is_finite() && b.is_finite() && b > 0.0 { a / b } else { f64::NAN }

@@ -50,6 +50,7 @@ fn single_file_quick() {
     let (before, after) = run.report();
     assert_eq!(before, after);
     assert_eq!(run.read("rate-close.svg"), svg);
+    run.assert_report_rebuilds();
 }
 
 /// A peer's cells are profiled from outside: /proc while measured, then a `perf trace` slice,
@@ -110,6 +111,7 @@ fn optimizations_quick() {
     assert_eq!(series[7], "amped:no-path-cache:no-header-cache:no-file-cache");
     assert!(rows.iter().all(|r| f(r, "rps") > 0.0));
     assert!(run.read("summary.md").contains("Without the path cache alone"));
+    run.assert_report_rebuilds();
 }
 
 #[test]
@@ -160,14 +162,26 @@ fn disk_bound_quick() {
                 (0.9 * cap).round()
             ]
         );
-        // Each window lasts at least its 0.5 s, one after the other from the cold start.
-        let ends: Vec<(f64, f64)> = mine
-            .iter()
-            .filter(|r| r["phase"] == "windows" && r["server"] == "amped")
-            .map(|r| (f(r, "t_start_s"), f(r, "t_end_s")))
-            .collect();
-        assert!(ends.windows(2).all(|w| w[1].0 >= w[0].1), "{ends:?}");
-        assert!(ends.iter().all(|(a, b)| b - a >= 0.5), "{ends:?}");
+        // One ampload run: windows of 0.5 s back to back, with no gap, from just after the
+        // cold start; each holds the requests due in it.
+        let windows: Vec<_> =
+            mine.iter().filter(|r| r["phase"] == "windows" && r["server"] == "amped").collect();
+        let spans: Vec<(f64, f64)> =
+            windows.iter().map(|r| (f(r, "t_start_s"), f(r, "t_end_s"))).collect();
+        assert!(spans.windows(2).all(|w| (w[1].0 - w[0].1).abs() < 1e-6), "{spans:?}");
+        assert!(spans.iter().all(|(a, b)| (b - a - 0.5).abs() < 1e-6), "{spans:?}");
+        assert!(spans[0].0 >= 0.0 && spans[0].0 < 2.0, "{spans:?}");
+        let rate = f(windows[0], "rate");
+        for w in &windows {
+            assert!(f(w, "requests") + f(w, "errors") >= (rate * 0.5).floor() - 1.0, "{w:?}");
+            if model == "hdd" {
+                assert!(!w["disk_reads"].is_empty() && !w["disk_busy"].is_empty(), "{w:?}");
+            }
+        }
+        if model == "hdd" {
+            let reads: f64 = windows.iter().map(|w| f(w, "disk_reads")).sum();
+            assert!(reads > 0.0, "a cold start reads from the disk: {windows:?}");
+        }
         for fig in ["latency-cdf", "latency-summary", "latency-vs-rate-p95", "latency-vs-rate-mean"]
         {
             assert_eq!(
@@ -186,6 +200,7 @@ fn disk_bound_quick() {
         assert!(summary.contains(&format!("## Disk model {model}")), "{summary}");
     }
     assert!(summary.contains("Latency over time from a cold start"), "{summary}");
+    assert!(summary.contains("one ampload run whose consecutive 0.5 s windows"), "{summary}");
     assert!(summary.contains("at every rate") || summary.contains("stops holding at"), "{summary}");
     if models.contains("hdd") {
         // The FUSE disk counts its bytes: every needed byte is read at least about once.
@@ -210,6 +225,7 @@ fn disk_bound_quick() {
     // Both are amped architectures, so both were profiled while measured.
     let who = summary.split("## Who blocked where").nth(1).expect("a who-blocked-where section");
     assert!(who.contains("| amped |") && who.contains("| sped |"), "{who}");
+    run.assert_report_rebuilds();
 }
 
 #[test]
@@ -269,6 +285,15 @@ fn disk_bound_given_rates_rounds_and_a_heavy_tailed_trace() {
     let setup = run.json("setup.json");
     assert_eq!(setup["parameters"]["shape"]["zipf"], 1.2);
     assert_eq!(setup["parameters"]["models"][0]["rates"], serde_json::json!([150.0, 300.0]));
+    run.assert_report_rebuilds();
+    // A run from before setup.json recorded the trace facts: amplab report draws the traces
+    // again from the seed and writes the same summary (large files and cold shares included).
+    let mut old = setup.clone();
+    old["parameters"].as_object_mut().unwrap().remove("workload");
+    old["parameters"]["models"][0].as_object_mut().unwrap().remove("cold");
+    std::fs::write(run.out.join("setup.json"), old.to_string()).unwrap();
+    let (before, after) = run.report();
+    assert_eq!(before, after);
 }
 
 #[test]
@@ -302,6 +327,13 @@ fn capacity_runs_each_model_side_by_side() {
         assert!(f(ssd, "read_amplification") > 0.5, "{ssd:?}");
         assert!(summary.contains("32 arms"), "{summary}");
     }
+    run.assert_report_rebuilds();
+    // A run from before setup.json recorded the trace shape: it comes from the command line.
+    let mut old = run.json("setup.json");
+    old["parameters"].as_object_mut().unwrap().remove("shape").expect("the shape is recorded");
+    std::fs::write(run.out.join("setup.json"), old.to_string()).unwrap();
+    let (before, after) = run.report();
+    assert_eq!(before, after);
 }
 
 #[test]
@@ -340,12 +372,17 @@ fn disk_bound_without_cgroups_says_so() {
     let setup = run.json("setup.json");
     assert_eq!(setup["disk_emulation"]["cgroups"]["state"], "disabled-by-option");
     assert_eq!(setup["disk_emulation"]["evict"], "fadvise");
+    run.assert_report_rebuilds();
 }
 
 #[test]
 fn linux_comparison_quick() {
-    let run = amplab(&["linux-comparison", "--servers", "staged,sped,amped"]);
+    let run = amplab(&["linux-comparison", "--servers", "staged,sped,amped", "--rounds", "2"]);
     run.assert_ok();
+    // One round per cell: --rounds is not silently taken for more.
+    let notes = run.json("setup.json")["notes"].to_string();
+    assert!(notes.contains("--rounds 2 was ignored"), "{notes}");
+    assert!(run.stderr.contains("--rounds 2 was ignored"), "{}", run.stderr);
     let rows = run.csv("results.csv");
     let cells: Vec<(&str, &str)> =
         rows.iter().map(|r| (r["scale"].as_str(), r["server"].as_str())).collect();
@@ -365,8 +402,10 @@ fn linux_comparison_quick() {
     }
     assert_eq!(run.svg_series("throughput.svg"), vec!["staged", "sped", "amped"]);
     assert_eq!(run.svg_series("latency-cdf.svg"), vec!["staged", "sped", "amped"]);
-    let threads = run.svg_series("staged-threads.svg");
-    assert!(threads.contains(&"staged resolve @1.5×".to_string()), "{threads:?}");
+    for stage in ["read", "resolve"] {
+        let threads = run.svg_series(&format!("staged-threads-{stage}.svg"));
+        assert_eq!(threads, ["staged 32 MiB (0.5×)", "staged 96 MiB (1.5×)"], "{stage}");
+    }
     let samples = run.csv("staged-threads.csv");
     assert!(!samples.is_empty());
     assert!(samples.iter().all(|s| s["server"] == "staged" && f(s, "threads") >= 1.0));
@@ -383,6 +422,41 @@ fn linux_comparison_quick() {
         assert!(summary.contains(needle), "{needle}: {summary}");
     }
     assert!(summary.contains("no verdict: quick run") && !summary.contains("**holds**"));
+    run.assert_report_rebuilds();
+}
+
+#[test]
+fn report_refuses_runs_before_the_disk_models_in_one_line() {
+    for experiment in ["disk-bound", "capacity"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let setup = serde_json::json!({
+            "experiment": experiment,
+            "quick": false,
+            "command_line": ["amplab", experiment, "--rate", "950"],
+            "parameters": {"rate": 950.0, "scales": [0.5], "connections": 1020},
+            "disk_emulation": {"method": "fuse"},
+        });
+        std::fs::write(tmp.path().join("setup.json"), setup.to_string()).unwrap();
+        std::fs::write(
+            tmp.path().join("results.json"),
+            r#"[{"round":0,"phase":"fixed-rate","cell":{"server":"amped"}}]"#,
+        )
+        .unwrap();
+        std::fs::write(tmp.path().join("summary.md"), "as the run wrote it").unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_amplab"))
+            .arg("report")
+            .arg(tmp.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("amplab:")).collect();
+        assert_eq!(lines.len(), 1, "{stderr}");
+        assert!(lines[0].contains("predates the disk models"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        let summary = std::fs::read_to_string(tmp.path().join("summary.md")).unwrap();
+        assert_eq!(summary, "as the run wrote it");
+    }
 }
 
 #[test]
@@ -409,6 +483,7 @@ fn pool_vs_nopool_quick() {
         vec!["mt median", "mt p99", "pool:threads=5 median", "pool:threads=5 p99"]
     );
     assert_eq!(run.svg_series("large-throughput.svg"), vec!["mt", "pool:threads=5"]);
+    run.assert_report_rebuilds();
 }
 
 #[test]
@@ -444,6 +519,7 @@ fn trace_replays_an_access_log() {
     assert_eq!(run.svg_series("throughput.svg"), vec!["amped"]);
     assert!(run.stderr.contains("line 4: no [date]"), "{}", run.stderr);
     assert!(run.read("summary.md").contains("1 lines rejected"));
+    run.assert_report_rebuilds();
 }
 
 #[test]

@@ -66,7 +66,10 @@ fn small_before_cold(arch: &str, mount: &Path, cold: &str) -> usize {
     assert_eq!(get(server.1, "/small.txt").0, 6, "warm the small file");
     thread::scope(|scope| {
         let big = scope.spawn(|| get(server.1, cold));
-        thread::sleep(Duration::from_millis(150));
+        // Long enough for the cold request to reach the server on a loaded machine (at 150 ms
+        // sped once answered a small request before its loop began to wait), well inside the
+        // seconds the cold file takes.
+        thread::sleep(Duration::from_millis(400));
         let small: Vec<Instant> = (0..10).map(|_| get(server.1, "/small.txt").1).collect();
         let (len, big_done) = big.join().unwrap();
         assert_eq!(len, BIG);

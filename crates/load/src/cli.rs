@@ -4,7 +4,26 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
+
+/// Which time of a request places it in an `--interval` window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IntervalBy {
+    /// Its start: the intended send time in the open loop, the queueing time in the closed.
+    Start,
+    /// Its end: when its answer completed or it failed.
+    End,
+}
+
+impl IntervalBy {
+    /// The name the JSON report uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            IntervalBy::Start => "start",
+            IntervalBy::End => "end",
+        }
+    }
+}
 
 /// Load generator for HTTP/1.1 servers: closed loop, fixed-rate open loop, sessions, traces.
 ///
@@ -90,6 +109,13 @@ pub struct Args {
     /// --json's `intervals` and written to --hlog.
     #[arg(long, value_parser = parse_duration)]
     pub interval: Option<Duration>,
+
+    /// Which time puts a request into an --interval window: `end` (when it was answered or
+    /// failed, as HdrHistogram's interval logs do) or `start` (when it started: its intended
+    /// send time in the open loop, so a window holds the requests due in it, however late
+    /// their answers came).
+    #[arg(long, value_enum, default_value = "end", requires = "interval")]
+    pub interval_by: IntervalBy,
 
     /// Write the latency histograms as a standard HdrHistogram interval log (one per
     /// --interval window, else one for the whole run; values in microseconds).

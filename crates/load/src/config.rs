@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use std::path::PathBuf;
 
-use crate::cli::Args;
+use crate::cli::{Args, IntervalBy};
 use crate::request::RequestShape;
 use crate::target::Url;
 use crate::workload::Source;
@@ -22,6 +22,13 @@ pub enum Mode {
     Closed,
     /// Requests follow a fixed schedule of this many per second, whatever the server does.
     Open { rate: f64 },
+}
+
+/// Latency windows: their length, and which time of a request places it in one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interval {
+    pub length: Duration,
+    pub by: IntervalBy,
 }
 
 /// Everything a run needs to know.
@@ -57,8 +64,8 @@ pub struct Config {
     pub seed: u64,
     /// Method and extra header fields of every request.
     pub request: RequestShape,
-    /// Latency windows (`--interval`).
-    pub interval: Option<Duration>,
+    /// Latency windows (`--interval`, `--interval-by`).
+    pub interval: Option<Interval>,
     /// Where to write the interval log (`--hlog`).
     pub hlog: Option<PathBuf>,
     /// The text report lists the percentile spectrum (`--latency`).
@@ -102,7 +109,7 @@ impl Config {
             warmup: args.warmup,
             seed: args.seed,
             request,
-            interval: args.interval,
+            interval: args.interval.map(|length| Interval { length, by: args.interval_by }),
             hlog: args.hlog,
             spectrum: args.latency,
             json: args.json,

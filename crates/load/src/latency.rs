@@ -39,7 +39,8 @@ pub struct Window {
     pub start: Duration,
     /// Length (the last window may be shorter).
     pub length: Duration,
-    /// Latencies of the requests completed in the window, microseconds.
+    /// Latencies of the requests the window holds (by their end or start, `--interval-by`),
+    /// microseconds.
     pub histogram: Histogram<u64>,
 }
 

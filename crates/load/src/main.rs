@@ -84,8 +84,14 @@ fn main() -> ExitCode {
         Err(e) => return fail(&e, 1),
     };
     let was_interrupted = interrupted.load(std::sync::atomic::Ordering::Relaxed);
-    let report =
-        report::Report::new(&config, &workload, &outcome.stats, outcome.duration, was_interrupted);
+    let report = report::Report::new(
+        &config,
+        &workload,
+        &outcome.stats,
+        outcome.started,
+        outcome.duration,
+        was_interrupted,
+    );
     let hlog_error = config.hlog.as_ref().and_then(|path| {
         let windows = report::windows(&config, &outcome.stats, outcome.duration);
         let written = latency::write_hlog(path, outcome.started, &windows);

@@ -3,13 +3,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
+use crate::cli::IntervalBy;
 use crate::config::{Config, Mode};
 use crate::latency::{self, SpectrumPoint, Window, human};
-use crate::stats::{ErrorKind, Stats};
+use crate::stats::{ErrorKind, Latencies, Stats, WindowStats};
 use crate::workload::Workload;
 
 /// Failed requests by cause.
@@ -19,6 +20,21 @@ pub struct Errors {
     pub timeout: u64,
     pub reset: u64,
     pub bad_response: u64,
+}
+
+impl Errors {
+    fn of(count: impl Fn(ErrorKind) -> u64) -> Errors {
+        Errors {
+            connect: count(ErrorKind::Connect),
+            timeout: count(ErrorKind::Timeout),
+            reset: count(ErrorKind::Reset),
+            bad_response: count(ErrorKind::BadResponse),
+        }
+    }
+
+    fn total(&self) -> u64 {
+        self.connect + self.timeout + self.reset + self.bad_response
+    }
 }
 
 /// Latency summary in microseconds.
@@ -35,18 +51,47 @@ pub struct Latency {
     pub p999: u64,
 }
 
-/// One `--interval` window's latency.
+impl Latency {
+    /// Exact mean, min and max, and the histogram's percentiles (zeros when empty).
+    fn of(l: &Latencies) -> Latency {
+        let hist = l.histogram();
+        let quantile = |q: f64| if hist.is_empty() { 0 } else { hist.value_at_quantile(q) };
+        let (mean, min, max) = l.exact_us();
+        Latency {
+            mean,
+            min,
+            max,
+            p5: quantile(0.05),
+            p50: quantile(0.50),
+            p90: quantile(0.90),
+            p95: quantile(0.95),
+            p99: quantile(0.99),
+            p999: quantile(0.999),
+        }
+    }
+}
+
+/// One `--interval` window: its latencies, answers and failures.
 #[derive(Debug, Serialize)]
 pub struct IntervalReport {
     /// Window start from the run's time zero, and its length, seconds.
     pub start_s: f64,
     pub length_s: f64,
-    /// Requests completed in the window.
+    /// Valid responses in the window.
     pub requests: u64,
+    /// Of those, 2xx/3xx.
+    pub ok: u64,
+    /// Their body payload bytes.
+    pub body_bytes: u64,
+    /// Failed requests in the window, by cause.
+    pub errors: Errors,
+    pub errors_total: u64,
     pub p50_us: u64,
     pub p90_us: u64,
     pub p99_us: u64,
     pub max_us: u64,
+    /// Every statistic of the window's latency, as `latency_us` has it for the run.
+    pub latency_us: Latency,
     /// The window's histogram, compressed V2 base64 (as in the interval log).
     pub histogram: String,
 }
@@ -81,6 +126,11 @@ pub struct Report {
     pub latency_histogram: String,
     /// Per-window latency (`--interval`), in time order; empty without it.
     pub intervals: Vec<IntervalReport>,
+    /// What places a request in a window (`--interval-by`: "start" or "end"); null without
+    /// `--interval`.
+    pub interval_by: Option<&'static str>,
+    /// Time zero on the wall clock, seconds since the Unix epoch (windows start from it).
+    pub time_zero_unix_s: f64,
     pub target_rate: Option<f64>,
     pub achieved_rate: f64,
     pub schedule_lag_warnings: u64,
@@ -96,19 +146,19 @@ pub struct Report {
 }
 
 impl Report {
-    /// Builds the report of a run that lasted `duration`.
+    /// Builds the report of a run that started at `started` (its time zero, wall clock) and
+    /// lasted `duration`.
     pub fn new(
         config: &Config,
         workload: &Workload,
         stats: &Stats,
+        started: SystemTime,
         duration: Duration,
         interrupted: bool,
     ) -> Report {
         let secs = duration.as_secs_f64();
         let per_second = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
-        let hist = stats.latency();
-        let quantile = |q: f64| if hist.is_empty() { 0 } else { hist.value_at_quantile(q) };
-        let (mean, min, max) = stats.latency_exact_us();
+        let hist = stats.latency().histogram();
         let achieved_rate = match (stats.first_send, stats.last_send) {
             (Some(first), Some(last)) if stats.sent > 1 && last > first => {
                 (stats.sent - 1) as f64 / (last - first).as_secs_f64()
@@ -136,28 +186,13 @@ impl Report {
             connections_opened: stats.connections_opened,
             conn_per_s: per_second(stats.connections_opened),
             status: stats.statuses().map(|(code, n)| (code.to_string(), n)).collect(),
-            errors: Errors {
-                connect: stats.errors(ErrorKind::Connect),
-                timeout: stats.errors(ErrorKind::Timeout),
-                reset: stats.errors(ErrorKind::Reset),
-                bad_response: stats.errors(ErrorKind::BadResponse),
-            },
+            errors: Errors::of(|k| stats.errors(k)),
             errors_total: stats.total_errors(),
             first_errors: ErrorKind::ALL
                 .into_iter()
                 .filter_map(|k| Some((k.name(), stats.first_error(k)?.to_string())))
                 .collect(),
-            latency_us: Latency {
-                mean,
-                min,
-                max,
-                p5: quantile(0.05),
-                p50: quantile(0.50),
-                p90: quantile(0.90),
-                p95: quantile(0.95),
-                p99: quantile(0.99),
-                p999: quantile(0.999),
-            },
+            latency_us: Latency::of(stats.latency()),
             target_rate: match config.mode {
                 Mode::Closed => None,
                 Mode::Open { rate } => Some(rate),
@@ -171,10 +206,11 @@ impl Report {
             unreachable: stats.unreachable,
             latency_spectrum: latency::spectrum(hist),
             latency_histogram: latency::encode(hist),
-            intervals: match config.interval {
-                Some(_) => windows(config, stats, duration).iter().map(interval_report).collect(),
-                None => Vec::new(),
-            },
+            intervals: interval_reports(config, stats, duration),
+            interval_by: config.interval.map(|i| i.by.name()),
+            time_zero_unix_s: started
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
             interrupted,
             show_spectrum: config.spectrum,
         }
@@ -294,40 +330,73 @@ impl Report {
     }
 }
 
-/// The run's latency windows: one per `--interval` (the last one cut at the run's end), or the
-/// whole run as one window without it.
-pub fn windows(config: &Config, stats: &Stats, duration: Duration) -> Vec<Window> {
-    let Some(length) = config.interval else {
-        return vec![Window {
-            start: Duration::ZERO,
-            length: duration,
-            histogram: stats.latency().clone(),
-        }];
+/// The spans of the run's `--interval` windows with what each saw: the last one cut at the
+/// run's end, which for windows by start is the end of sending (`--duration`).
+fn spans<'a>(
+    config: &Config,
+    stats: &'a Stats,
+    duration: Duration,
+) -> Vec<(Duration, Duration, &'a WindowStats)> {
+    let Some(interval) = config.interval else { return Vec::new() };
+    let end = match (interval.by, config.duration) {
+        (IntervalBy::Start, Some(d)) => d.min(duration),
+        _ => duration,
     };
     stats
         .windows()
         .iter()
         .enumerate()
-        .map(|(i, hist)| {
-            let start = length * i as u32;
-            let left = duration.saturating_sub(start);
-            let length = if left.is_zero() { length } else { length.min(left) };
-            Window { start, length, histogram: hist.clone() }
+        .map(|(i, w)| {
+            let start = interval.length * i as u32;
+            let left = end.saturating_sub(start);
+            let length = if left.is_zero() { interval.length } else { interval.length.min(left) };
+            (start, length, w)
         })
         .collect()
 }
 
-fn interval_report(w: &Window) -> IntervalReport {
-    let h = &w.histogram;
-    let q = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
-    IntervalReport {
-        start_s: w.start.as_secs_f64(),
-        length_s: w.length.as_secs_f64(),
-        requests: h.len(),
-        p50_us: q(0.5),
-        p90_us: q(0.9),
-        p99_us: q(0.99),
-        max_us: if h.is_empty() { 0 } else { h.max() },
-        histogram: latency::encode(h),
+/// The run's latency windows: one per `--interval`, or the whole run as one window without it.
+pub fn windows(config: &Config, stats: &Stats, duration: Duration) -> Vec<Window> {
+    if config.interval.is_none() {
+        return vec![Window {
+            start: Duration::ZERO,
+            length: duration,
+            histogram: stats.latency().histogram().clone(),
+        }];
     }
+    spans(config, stats, duration)
+        .into_iter()
+        .map(|(start, length, w)| Window {
+            start,
+            length,
+            histogram: w.latencies.histogram().clone(),
+        })
+        .collect()
+}
+
+/// `intervals` of the report (empty without `--interval`).
+fn interval_reports(config: &Config, stats: &Stats, duration: Duration) -> Vec<IntervalReport> {
+    spans(config, stats, duration)
+        .into_iter()
+        .map(|(start, length, w)| {
+            let latency = Latency::of(&w.latencies);
+            let h = w.latencies.histogram();
+            let errors = Errors::of(|k| w.errors(k));
+            IntervalReport {
+                start_s: start.as_secs_f64(),
+                length_s: length.as_secs_f64(),
+                requests: w.requests(),
+                ok: w.ok,
+                body_bytes: w.body_bytes,
+                errors_total: errors.total(),
+                errors,
+                p50_us: latency.p50,
+                p90_us: latency.p90,
+                p99_us: latency.p99,
+                max_us: if h.is_empty() { 0 } else { h.max() },
+                latency_us: latency,
+                histogram: latency::encode(h),
+            }
+        })
+        .collect()
 }

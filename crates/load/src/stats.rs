@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use crate::cli::IntervalBy;
+use crate::config::Interval;
 use crate::response::Response;
 
 /// Why a request got no valid response.
@@ -45,6 +47,86 @@ const MAX_LATENCY_US: u64 = 3_600_000_000;
 /// Status codes are 100..=599, so an array indexed by code covers them all.
 const STATUS_SLOTS: usize = 600;
 
+/// Latencies: the HDR histogram (microseconds) and the exact sum, min and max beside it.
+#[derive(Debug, Clone)]
+pub struct Latencies {
+    histogram: Histogram<u64>,
+    sum_ns: u128,
+    min_ns: u64,
+    max_ns: u64,
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies { histogram: new_histogram(), sum_ns: 0, min_ns: u64::MAX, max_ns: 0 }
+    }
+}
+
+impl Latencies {
+    fn record(&mut self, ns: u64) {
+        self.histogram.saturating_record((ns / 1000).max(1));
+        self.sum_ns += u128::from(ns);
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    fn merge(&mut self, other: &Latencies) {
+        self.histogram.add(&other.histogram).expect("histograms share their bounds");
+        self.sum_ns += other.sum_ns;
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    /// The histogram, in microseconds.
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.histogram
+    }
+
+    /// Exact (mean, min, max) in microseconds; zeros when nothing was recorded.
+    pub fn exact_us(&self) -> (f64, f64, f64) {
+        let n = self.histogram.len();
+        if n == 0 {
+            return (0.0, 0.0, 0.0);
+        }
+        let mean = self.sum_ns as f64 / n as f64 / 1000.0;
+        (mean, self.min_ns as f64 / 1000.0, self.max_ns as f64 / 1000.0)
+    }
+}
+
+/// What one `--interval` window saw.
+#[derive(Debug, Clone, Default)]
+pub struct WindowStats {
+    /// Latencies of the valid responses.
+    pub latencies: Latencies,
+    /// Of those, 2xx/3xx.
+    pub ok: u64,
+    /// Their body payload bytes.
+    pub body_bytes: u64,
+    /// Failed requests per [`ErrorKind`].
+    errors: [u64; 4],
+}
+
+impl WindowStats {
+    /// Valid responses.
+    pub fn requests(&self) -> u64 {
+        self.latencies.histogram.len()
+    }
+
+    /// Failed requests of `kind`.
+    pub fn errors(&self, kind: ErrorKind) -> u64 {
+        self.errors[kind as usize]
+    }
+
+    fn merge(&mut self, other: &WindowStats) {
+        self.latencies.merge(&other.latencies);
+        self.ok += other.ok;
+        self.body_bytes += other.body_bytes;
+        for (mine, theirs) in self.errors.iter_mut().zip(other.errors) {
+            *mine += theirs;
+        }
+    }
+}
+
 /// One thread's measurements.
 #[derive(Debug, Clone)]
 pub struct Stats {
@@ -64,11 +146,8 @@ pub struct Stats {
     first_error: [Option<String>; 4],
     /// Connections that completed their TCP handshake.
     pub connections_opened: u64,
-    /// Latency in microseconds.
-    latency: Histogram<u64>,
-    latency_sum_ns: u128,
-    latency_min_ns: u64,
-    latency_max_ns: u64,
+    /// Latencies of the valid responses.
+    latency: Latencies,
     /// Requests handed to a connection.
     pub sent: u64,
     /// When the first and the last of them were handed over.
@@ -82,10 +161,10 @@ pub struct Stats {
     pub backlog_max: usize,
     /// When the thread finished its last request.
     pub finished: Option<Instant>,
-    /// `--interval`: the run's time zero and the window length.
-    windowing: Option<(Instant, Duration)>,
-    /// Latency per window of completion time (index = elapsed / length), microseconds.
-    windows: Vec<Histogram<u64>>,
+    /// `--interval`: the run's time zero and the windows.
+    windowing: Option<(Instant, Interval)>,
+    /// Per window (index = time since time zero / length, by the request's start or end).
+    windows: Vec<WindowStats>,
     /// The thread gave up because the server could not be reached at all.
     pub unreachable: bool,
 }
@@ -101,10 +180,7 @@ impl Default for Stats {
             errors: [0; 4],
             first_error: Default::default(),
             connections_opened: 0,
-            latency: new_histogram(),
-            latency_sum_ns: 0,
-            latency_min_ns: u64::MAX,
-            latency_max_ns: 0,
+            latency: Latencies::default(),
             sent: 0,
             first_send: None,
             last_send: None,
@@ -127,43 +203,69 @@ pub fn new_histogram() -> Histogram<u64> {
 impl Stats {
     /// Counts a valid response to a request that started (or was due) at `start`.
     pub fn record_response(&mut self, response: &Response, start: Instant, now: Instant) {
+        let ok = (200..400).contains(&response.status);
         self.requests += 1;
-        if (200..400).contains(&response.status) {
-            self.ok += 1;
-        }
+        self.ok += u64::from(ok);
         self.bytes += response.bytes;
         self.body_bytes += response.body_bytes;
         self.status[usize::from(response.status).min(STATUS_SLOTS - 1)] += 1;
         let ns = u64::try_from(now.saturating_duration_since(start).as_nanos()).unwrap_or(u64::MAX);
-        let us = (ns / 1000).max(1);
-        self.latency.saturating_record(us);
-        if let Some((origin, length)) = self.windowing {
-            let index =
-                (now.saturating_duration_since(origin).as_nanos() / length.as_nanos()) as usize;
-            if self.windows.len() <= index {
-                self.windows.resize_with(index + 1, new_histogram);
-            }
-            self.windows[index].saturating_record(us);
+        self.latency.record(ns);
+        if let Some(w) = self.window_of(start, now) {
+            w.latencies.record(ns);
+            w.ok += u64::from(ok);
+            w.body_bytes += response.body_bytes;
         }
-        self.latency_sum_ns += u128::from(ns);
-        self.latency_min_ns = self.latency_min_ns.min(ns);
-        self.latency_max_ns = self.latency_max_ns.max(ns);
     }
 
-    /// Also records latencies per window of `length` from `origin` (by completion time).
-    pub fn start_windows(&mut self, origin: Instant, length: Duration) {
-        self.windowing = Some((origin, length));
+    /// Also keeps measurements per window of `interval` from `origin`.
+    pub fn start_windows(&mut self, origin: Instant, interval: Interval) {
+        self.windowing = Some((origin, interval));
     }
 
-    /// The per-window histograms (`--interval`), from the first window to the last one with a
-    /// completed request.
-    pub fn windows(&self) -> &[Histogram<u64>] {
+    /// The window a request that started at `start` and ended at `now` belongs to (created if
+    /// new), when windows are kept.
+    fn window_of(&mut self, start: Instant, now: Instant) -> Option<&mut WindowStats> {
+        let (origin, interval) = self.windowing?;
+        let at = match interval.by {
+            IntervalBy::Start => start,
+            IntervalBy::End => now,
+        };
+        let index =
+            (at.saturating_duration_since(origin).as_nanos() / interval.length.as_nanos()) as usize;
+        if self.windows.len() <= index {
+            self.windows.resize_with(index + 1, WindowStats::default);
+        }
+        Some(&mut self.windows[index])
+    }
+
+    /// The per-window measurements (`--interval`), from the first window to the last one
+    /// holding a request.
+    pub fn windows(&self) -> &[WindowStats] {
         &self.windows
     }
 
-    /// Counts `count` failed requests of `kind`; `detail` describes the failure the first time.
-    pub fn record_error(&mut self, kind: ErrorKind, count: u64, detail: impl FnOnce() -> String) {
+    /// Counts failed requests of `kind` detected at `now`, one per start in `starts` (each
+    /// request's start, for `--interval-by start`; `now` for a failure that had none);
+    /// `detail` describes the failure the first time.
+    pub fn record_errors(
+        &mut self,
+        kind: ErrorKind,
+        starts: impl IntoIterator<Item = Instant>,
+        now: Instant,
+        detail: impl FnOnce() -> String,
+    ) {
         let slot = kind as usize;
+        let mut count = 0;
+        for start in starts {
+            count += 1;
+            if let Some(w) = self.window_of(start, now) {
+                w.errors[slot] += 1;
+            }
+        }
+        if count == 0 {
+            return;
+        }
         self.errors[slot] += count;
         if self.first_error[slot].is_none() {
             self.first_error[slot] = Some(detail());
@@ -197,18 +299,9 @@ impl Stats {
         self.status.iter().enumerate().filter(|(_, n)| **n > 0).map(|(code, n)| (code as u16, *n))
     }
 
-    /// The latency histogram, in microseconds.
-    pub fn latency(&self) -> &Histogram<u64> {
+    /// The valid responses' latencies.
+    pub fn latency(&self) -> &Latencies {
         &self.latency
-    }
-
-    /// Exact (mean, min, max) latency in microseconds; zeros when nothing was recorded.
-    pub fn latency_exact_us(&self) -> (f64, f64, f64) {
-        if self.requests == 0 {
-            return (0.0, 0.0, 0.0);
-        }
-        let mean = self.latency_sum_ns as f64 / self.requests as f64 / 1000.0;
-        (mean, self.latency_min_ns as f64 / 1000.0, self.latency_max_ns as f64 / 1000.0)
     }
 
     /// Adds another thread's measurements to these.
@@ -228,17 +321,14 @@ impl Stats {
             }
         }
         self.connections_opened += other.connections_opened;
-        self.latency.add(&other.latency).expect("histograms share their bounds");
+        self.latency.merge(&other.latency);
         if self.windows.len() < other.windows.len() {
-            self.windows.resize_with(other.windows.len(), new_histogram);
+            self.windows.resize_with(other.windows.len(), WindowStats::default);
         }
         for (mine, theirs) in self.windows.iter_mut().zip(&other.windows) {
-            mine.add(theirs).expect("histograms share their bounds");
+            mine.merge(theirs);
         }
         self.windowing = self.windowing.or(other.windowing);
-        self.latency_sum_ns += other.latency_sum_ns;
-        self.latency_min_ns = self.latency_min_ns.min(other.latency_min_ns);
-        self.latency_max_ns = self.latency_max_ns.max(other.latency_max_ns);
         self.sent += other.sent;
         self.first_send = earliest(self.first_send, other.first_send);
         self.last_send = self.last_send.max(other.last_send);
@@ -271,34 +361,61 @@ mod tests {
         let mut a = Stats::default();
         a.record_response(&response(200), t0, t0 + Duration::from_micros(100));
         a.record_response(&response(404), t0, t0 + Duration::from_micros(300));
-        a.record_error(ErrorKind::Reset, 2, || "first".into());
-        a.record_error(ErrorKind::Reset, 1, || "second".into());
+        a.record_errors(ErrorKind::Reset, [t0, t0], t0, || "first".into());
+        a.record_errors(ErrorKind::Reset, [t0], t0, || "second".into());
+        a.record_errors(ErrorKind::Reset, [], t0, || "none".into());
         let mut b = Stats::default();
         b.record_response(&response(302), t0, t0 + Duration::from_micros(200));
-        b.record_error(ErrorKind::Timeout, 1, || "slow".into());
+        b.record_errors(ErrorKind::Timeout, [t0], t0, || "slow".into());
         a.merge(&b);
         assert_eq!((a.requests, a.ok, a.bytes, a.body_bytes), (3, 2, 300, 180));
         assert_eq!(a.statuses().collect::<Vec<_>>(), [(200, 1), (302, 1), (404, 1)]);
         assert_eq!((a.errors(ErrorKind::Reset), a.errors(ErrorKind::Timeout)), (3, 1));
         assert_eq!((a.total_errors(), a.first_error(ErrorKind::Reset)), (4, Some("first")));
-        assert_eq!(a.latency_exact_us(), (200.0, 100.0, 300.0));
-        assert_eq!(a.latency().len(), 3);
+        assert_eq!(a.latency().exact_us(), (200.0, 100.0, 300.0));
+        assert_eq!(a.latency().histogram().len(), 3);
+    }
+
+    fn windowed(by: IntervalBy, t0: Instant) -> Stats {
+        let mut s = Stats::default();
+        s.start_windows(t0, Interval { length: Duration::from_secs(1), by });
+        s
     }
 
     #[test]
     fn windows_split_latencies_by_completion_time() {
         let t0 = Instant::now();
-        let second = Duration::from_secs(1);
-        let mut a = Stats::default();
-        a.start_windows(t0, second);
+        let mut a = windowed(IntervalBy::End, t0);
         a.record_response(&response(200), t0, t0 + Duration::from_millis(10));
         a.record_response(&response(200), t0, t0 + Duration::from_millis(2500));
-        let mut b = Stats::default();
-        b.start_windows(t0, second);
+        let mut b = windowed(IntervalBy::End, t0);
         b.record_response(&response(200), t0, t0 + Duration::from_millis(1200));
         a.merge(&b);
-        let counts: Vec<u64> = a.windows().iter().map(Histogram::len).collect();
+        let counts: Vec<u64> = a.windows().iter().map(WindowStats::requests).collect();
         assert_eq!(counts, [1, 1, 1]);
-        assert_eq!(a.windows()[2].max(), a.latency().max());
+        assert_eq!(a.windows()[2].latencies.histogram().max(), a.latency().histogram().max());
+    }
+
+    #[test]
+    fn windows_by_start_hold_the_requests_started_in_them_with_their_failures() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut a = windowed(IntervalBy::Start, t0);
+        // Started in window 0, answered 2.5 s later: still window 0.
+        a.record_response(&response(200), t0 + ms(100), t0 + ms(2600));
+        a.record_response(&response(404), t0 + ms(1100), t0 + ms(1200));
+        // Two requests of windows 0 and 1 time out at 3.5 s; a connect failure without a
+        // request counts where it was seen.
+        a.record_errors(ErrorKind::Timeout, [t0 + ms(500), t0 + ms(1500)], t0 + ms(3500), || {
+            "slow".into()
+        });
+        a.record_errors(ErrorKind::Connect, [t0 + ms(3500)], t0 + ms(3500), || "refused".into());
+        let w = a.windows();
+        assert_eq!(w.len(), 4);
+        assert_eq!((w[0].requests(), w[0].ok, w[0].body_bytes), (1, 1, 60));
+        assert_eq!((w[1].requests(), w[1].ok), (1, 0));
+        assert_eq!((w[0].errors(ErrorKind::Timeout), w[1].errors(ErrorKind::Timeout)), (1, 1));
+        assert_eq!((w[2].requests(), w[3].errors(ErrorKind::Connect)), (0, 1));
+        assert_eq!(w[0].latencies.exact_us(), (2_500_000.0, 2_500_000.0, 2_500_000.0));
     }
 }

@@ -156,6 +156,8 @@ fn json_report_has_every_documented_field() {
         "latency_spectrum",
         "latency_histogram",
         "intervals",
+        "interval_by",
+        "time_zero_unix_s",
         "target_rate",
         "achieved_rate",
         "schedule_lag_warnings",

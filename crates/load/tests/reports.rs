@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
-use common::{Reply, ampload, n, ok, serve};
+use common::{Reply, ampload, f, n, ok, serve};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
@@ -61,6 +61,57 @@ fn the_interval_log_reads_back_as_the_report_says() {
     let spectrum = report["latency_spectrum"].as_array().unwrap();
     let last = spectrum.last().unwrap();
     assert_eq!((last["percentile"].as_f64(), n(&last["count"])), (Some(100.0), whole.len()));
+}
+
+/// An open-loop run of 20 requests at 20/s over 40 connections against a server that answers
+/// each after 300 ms, in 250 ms windows by `by`.
+fn slow_windows(by: &str, timeout: &str) -> serde_json::Value {
+    let server = serve(|_| {
+        std::thread::sleep(Duration::from_millis(300));
+        Reply::Send(ok("x"))
+    });
+    let args = ["-R", "20", "-d", "1s", "-c", "40", "--timeout", timeout, "--json"];
+    let windows = ["--interval", "250ms", "--interval-by", by, &server.url("/")];
+    let run = ampload(&[&args[..], &windows[..]].concat());
+    assert_eq!(run.code, Some(if timeout == "10s" { 0 } else { 1 }), "{}", run.stderr);
+    run.json()
+}
+
+#[test]
+fn windows_by_start_hold_the_requests_due_in_them() {
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let report = slow_windows("start", "10s");
+    assert_eq!(report["interval_by"], "start");
+    let zero = report["time_zero_unix_s"].as_f64().unwrap();
+    assert!((zero - before.as_secs_f64()).abs() < 5.0, "time zero {zero}");
+    let intervals = report["intervals"].as_array().unwrap();
+    // Due at 0, 50, … 950 ms: five per window, however late the 300 ms answers came.
+    let counts: Vec<u64> = intervals.iter().map(|w| n(&w["requests"])).collect();
+    assert_eq!(counts, [5, 5, 5, 5], "{intervals:?}");
+    for w in intervals {
+        assert_eq!((n(&w["ok"]), n(&w["body_bytes"]), n(&w["errors_total"])), (5, 5, 0));
+        let mean = w["latency_us"]["mean"].as_f64().unwrap();
+        assert!(mean >= 300_000.0 && n(&w["latency_us"]["p95"]) >= 300_000, "{w}");
+        assert!(f(&w["latency_us"]["min"]) <= n(&w["p50_us"]) as f64);
+        assert!((w["length_s"].as_f64().unwrap() - 0.25).abs() < 1e-9, "{w}");
+    }
+    // By end, the same answers fall 300 ms later: the first window holds none.
+    let end = slow_windows("end", "10s");
+    let counts: Vec<u64> =
+        end["intervals"].as_array().unwrap().iter().map(|w| n(&w["requests"])).collect();
+    assert_eq!((counts[0], counts.iter().sum::<u64>()), (0, 20), "{counts:?}");
+}
+
+#[test]
+fn windows_by_start_count_each_failure_where_its_request_was_due() {
+    let report = slow_windows("start", "200ms");
+    let intervals = report["intervals"].as_array().unwrap();
+    let timeouts: Vec<u64> = intervals.iter().map(|w| n(&w["errors"]["timeout"])).collect();
+    assert_eq!(timeouts, [5, 5, 5, 5], "{intervals:?}");
+    assert!(intervals.iter().all(|w| n(&w["requests"]) == 0 && n(&w["errors_total"]) == 5));
+    assert_eq!(n(&report["errors"]["timeout"]), 20);
+    let bad = ampload(&["--interval-by", "start", "-n", "1", "http://127.0.0.1:1/"]);
+    assert_eq!(bad.code, Some(2), "--interval-by needs --interval: {}", bad.stderr);
 }
 
 #[test]

@@ -23,7 +23,9 @@ pub mod sd_notify;
 pub mod stats;
 pub mod stats_listener;
 pub mod timeline;
+pub mod tls;
 pub mod transmit;
+pub mod transport;
 
 /// The `Server` header value.
 pub const SERVER_NAME: &str = "amped";

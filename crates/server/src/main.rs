@@ -9,6 +9,7 @@ use amped::operator::{self, OperatorSignals, Reloader};
 use amped::sd_notify;
 use amped::stats::Stats;
 use amped::stats_listener;
+use amped::tls::TlsContext;
 use clap::Parser;
 use std::io::Write;
 use std::process::ExitCode;
@@ -48,10 +49,14 @@ fn main() -> ExitCode {
 
 fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std::io::Result<()> {
     arch::preflight(&cfg)?;
+    let tls = match &cfg.tls {
+        Some(files) => Some(Arc::new(TlsContext::load(files).map_err(std::io::Error::other)?)),
+        None => None,
+    };
     let listeners = arch::open_listeners(&cfg)?;
     let (stats, stats_fd) = Stats::for_server(&cfg)?;
     let stats_listener = match cfg.stats_listen {
-        Some(addr) if cfg.worker_fd.is_none() => Some(stats_listener::bind(addr)?),
+        Some(addr) if !cfg.is_mp_worker() => Some(stats_listener::bind(addr)?),
         _ => None,
     };
     let (log, log_thread) = AccessLogger::start(&cfg.access_log, cfg.access_log_format)?;
@@ -71,7 +76,7 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
     };
     // Bound and logs opened: now stop being root (nothing after this needs it).
     arch::privileges::give_up(&cfg)?;
-    let worker = cfg.worker_fd.is_some();
+    let worker = cfg.is_mp_worker();
     let names = listeners.names.join(" ");
     if !worker {
         // (An mp worker, re-executed by its parent, stays quiet: the parent has announced.)
@@ -88,7 +93,7 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
     let unix_paths = listeners.unix_paths.clone();
     let shutdown = signals.shutdown.clone();
     let counts = signals.counts.clone();
-    let reloader = Reloader::new(args, cfg.clone(), log.clone(), fd_limit);
+    let reloader = Reloader::new(args, cfg.clone(), log.clone(), fd_limit).with_tls(tls.clone());
     let signal_thread = signals.spawn(reloader)?;
     let server = Server {
         cfg: Arc::new(cfg),
@@ -97,6 +102,7 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
         log,
         shutdown,
         signals: counts,
+        tls,
     };
     let stats_thread = match stats_listener {
         Some(l) => Some(stats_listener::spawn(l, server.stats.clone(), server.shutdown.clone())?),
@@ -105,7 +111,7 @@ fn run(args: Args, cfg: Config, signals: OperatorSignals, fd_limit: u64) -> std:
     if !worker {
         sd_notify::ready();
     }
-    let result = arch::serve(&server, listeners.sockets);
+    let result = arch::serve(&server, listeners);
     let level = if worker { errlog::Level::Debug } else { errlog::Level::Notice };
     operator::announce_shutdown(level, "serving ended");
     if let Some(t) = stats_thread {

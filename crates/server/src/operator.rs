@@ -3,7 +3,7 @@
 //! | signal | effect |
 //! |---|---|
 //! | SIGTERM, SIGINT, SIGQUIT | graceful shutdown (stop accepting, finish responses in flight) |
-//! | SIGHUP | re-read `--config`, apply what can change live, re-open both logs |
+//! | SIGHUP | re-read `--config` and the TLS certificate, apply what can change live, re-open both logs |
 //! | SIGUSR1 | re-open the access and error logs (logrotate) |
 //! | SIGUSR2, SIGPIPE, SIGALRM, real-time signals … | ignored (`amped_sys::signals`) |
 //!
@@ -18,6 +18,7 @@ use crate::access_log::AccessLogger;
 use crate::config::{AccessLog, Args, Config};
 use crate::errlog::{self, Level};
 use crate::sd_notify;
+use crate::tls::TlsContext;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::{Handle, Signals};
 use std::io;
@@ -111,13 +112,14 @@ pub struct Reloader {
     current: Config,
     access_log: AccessLogger,
     fd_limit: u64,
+    tls: Option<Arc<TlsContext>>,
 }
 
 impl Reloader {
     /// `level`, or `debug` in an `mp` worker: its parent, which re-reads the same file,
     /// already logs the event once for the whole server.
     fn level(&self, level: Level) -> Level {
-        if self.current.worker_fd.is_some() { Level::Debug } else { level }
+        if self.current.is_mp_worker() { Level::Debug } else { level }
     }
 
     fn notice_level(&self) -> Level {
@@ -129,7 +131,13 @@ impl Reloader {
     /// `args` as the command line gave them (re-merged with the file on each reload),
     /// `current` the running configuration.
     pub fn new(args: Args, current: Config, access_log: AccessLogger, fd_limit: u64) -> Self {
-        Reloader { args, current, access_log, fd_limit }
+        Reloader { args, current, access_log, fd_limit, tls: None }
+    }
+
+    /// The HTTPS context whose certificate a reload re-reads.
+    pub fn with_tls(mut self, tls: Option<Arc<TlsContext>>) -> Self {
+        self.tls = tls;
+        self
     }
 
     /// SIGUSR1: both logs re-open their files (after logrotate renamed them).
@@ -144,7 +152,9 @@ impl Reloader {
     /// `--shutdown-timeout`), `--max-discard-body`, the access log's path and format and the
     /// error log's destination and level; then re-opens both logs. Any other option that
     /// changed keeps its running value, with one error-log line each. An unreadable or
-    /// invalid file changes nothing (one error line).
+    /// invalid file changes nothing (one error line). The TLS certificate and key are re-read
+    /// from their (possibly new) paths; if they cannot be loaded, the running certificate
+    /// stays (one error line).
     pub fn reload(&mut self) {
         sd_notify::reloading();
         match Config::load(self.args.clone()) {
@@ -167,9 +177,25 @@ impl Reloader {
                 format_args!("reload: {e}; keeping the running configuration"),
             ),
         }
+        self.reload_certificate();
         self.access_log.reopen(&self.current.access_log);
         errlog::reopen(&self.current.error_log);
         sd_notify::ready();
+    }
+
+    /// Re-reads the TLS certificate and key, if HTTPS is on.
+    fn reload_certificate(&mut self) {
+        let (Some(tls), Some(files)) = (&self.tls, &self.current.tls) else { return };
+        match tls.reload(files) {
+            Ok(()) => errlog::write(
+                self.notice_level(),
+                format_args!("reload: TLS certificate re-read from {}", files.cert.display()),
+            ),
+            Err(e) => errlog::write(
+                self.level(Level::Error),
+                format_args!("reload: {e}; keeping the running TLS certificate"),
+            ),
+        }
     }
 
     /// Takes the live options of `new` into the running configuration.
@@ -182,6 +208,9 @@ impl Reloader {
         }
         cur.access_log_format = new.access_log_format;
         self.access_log.set_format(new.access_log_format);
+        if cur.tls.is_some() && new.tls.is_some() {
+            cur.tls = new.tls; // new paths are taken; turning TLS on or off needs a restart
+        }
         cur.error_log = new.error_log;
         cur.log_level = new.log_level;
         errlog::set_level(new.log_level);
@@ -219,6 +248,7 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         page_yield_above => "--page-yield-above",
         transfer_order => "--transfer-order",
         fill_ahead => "--fill-ahead",
+        disk_concurrency => "--disk-concurrency",
         max_connections => "--max-connections",
         stages => "--stage-queue/--stage-threads-max/--stage-batch-max",
         limits => "--max-head-bytes/--max-uri-bytes",
@@ -239,6 +269,12 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
     );
     if (old.access_log == AccessLog::Off) != (new.access_log == AccessLog::Off) {
         out.push("--access-log (turning it on or off)");
+    }
+    if old.tls.is_some() != new.tls.is_some() {
+        out.push("--tls-cert/--tls-key (turning TLS on or off)");
+    }
+    if old.redirect_http != new.redirect_http {
+        out.push("--redirect-http");
     }
     out
 }

@@ -8,10 +8,15 @@
 //! architecture gets a read-ahead [`Job`] to run wherever it runs blocking work, so an AMPED
 //! event loop never waits on the disk inside `sendfile`. Misses and completed sends are reported
 //! to the page policy ([`crate::cache::pages`]), which may have a large file give its pages back.
+//!
+//! Bytes go out through a [`Wire`] (the transport layer, [`crate::transport`]): the socket
+//! itself, or a TLS session. A TLS connection sends with zero-copy off, so its file bodies take
+//! the read + write path below — the same residency test and jobs, a buffer in between.
 
 use crate::config::ReadPath;
 use crate::pipeline::{Body, Job, JobDone, Pipeline, Response};
 use crate::stats::bump;
+use crate::transport::Wire;
 use amped_sys::pipe::PagePipe;
 use amped_sys::{residency, transmit};
 use std::cell::RefCell;
@@ -31,6 +36,9 @@ const PIPE_BYTES: usize = 1 << 20;
 /// pays the disk's positioning) fewer times. A body whose rest is at most twice this goes in
 /// one fill: a second trip through the lane would cost more than the bytes it saves waiting.
 const FIRST_FILL: u64 = 128 << 10;
+
+/// The buffer of the read + write path (`--no-zero-copy`, TLS): bytes read and sent per step.
+const COPY_BYTES: usize = 64 << 10;
 
 /// Empty pipes kept per thread for the next cold chunk (each costs two descriptors).
 const SPARE_PIPES: usize = 32;
@@ -132,7 +140,12 @@ impl Outgoing {
 
     /// Sends as much as the socket takes.
     pub fn send(&mut self, sock: impl AsFd, opts: SendOptions, p: &Pipeline) -> SendOutcome {
-        let sock = sock.as_fd();
+        self.send_on(Wire::Plain(sock.as_fd()), opts, p)
+    }
+
+    /// Sends as much as `wire` takes. Done only once the transport holds nothing more of
+    /// the response (a TLS session may queue encrypted bytes the socket did not take yet).
+    pub fn send_on(&mut self, mut wire: Wire<'_>, opts: SendOptions, p: &Pipeline) -> SendOutcome {
         if let Some(t) = self.resp.timeline.as_mut() {
             t.writable_again();
         }
@@ -141,14 +154,17 @@ impl Outgoing {
         }
         loop {
             let step = match &self.resp.body {
-                Body::None => self.send_memory(sock, &[]),
+                Body::None => self.send_memory(&mut wire, &[]),
                 Body::Memory(bytes, r) => {
                     let bytes = bytes.clone();
                     let from = r.start + self.body_sent as usize;
-                    self.send_memory(sock, &bytes[from..r.end])
+                    self.send_memory(&mut wire, &bytes[from..r.end])
                 }
-                Body::File { .. } => self.send_file_step(sock, opts, p),
-            };
+                Body::File { .. } => self.send_file_step(&mut wire, opts, p),
+            }
+            .and_then(|done| {
+                if done { wire.flush().map(|()| true).map_err(Stop::from) } else { Ok(false) }
+            });
             match step {
                 Ok(true) => return SendOutcome::Done,
                 Ok(false) => continue,
@@ -170,19 +186,15 @@ impl Outgoing {
     }
 
     /// One gather write of the rest of the head and `body`. Ok(true) when all is sent.
-    fn send_memory(
-        &mut self,
-        sock: std::os::fd::BorrowedFd<'_>,
-        body: &[u8],
-    ) -> Result<bool, Stop> {
+    fn send_memory(&mut self, wire: &mut Wire<'_>, body: &[u8]) -> Result<bool, Stop> {
         let head = &self.resp.head[self.head_sent..];
         let head_len = head.len();
         if head.is_empty() && body.is_empty() {
             return Ok(true);
         }
         let t0 = self.clock();
-        let n = transmit::write_vectored(sock, &[IoSlice::new(head), IoSlice::new(body)])
-            .map_err(Stop::from)?;
+        let n =
+            wire.write_vectored(&[IoSlice::new(head), IoSlice::new(body)]).map_err(Stop::from)?;
         self.sent("writev", n, t0);
         let from_head = n.min(head_len);
         self.head_sent += from_head;
@@ -193,7 +205,7 @@ impl Outgoing {
     /// One syscall's worth of a file response. Ok(true) when all is sent.
     fn send_file_step(
         &mut self,
-        sock: std::os::fd::BorrowedFd<'_>,
+        wire: &mut Wire<'_>,
         opts: SendOptions,
         p: &Pipeline,
     ) -> Result<bool, Stop> {
@@ -204,7 +216,7 @@ impl Outgoing {
         if self.head_sent < self.resp.head.len() {
             let t0 = self.clock();
             let head = &self.resp.head[self.head_sent..];
-            let n = transmit::send(sock, head, remaining > 0).map_err(Stop::from)?;
+            let n = wire.send(head, remaining > 0).map_err(Stop::from)?;
             self.sent("send", n, t0);
             self.head_sent += n;
             return Ok(remaining == 0 && self.head_sent == self.resp.head.len());
@@ -213,12 +225,16 @@ impl Outgoing {
             return Ok(true);
         }
         let chunk = remaining.min(CHUNK);
+        // What this step sends: the chunk, or one buffer of it on the copying path.
+        let step = if opts.zero_copy { chunk } else { chunk.min(COPY_BYTES as u64) };
         let t0 = self.clock();
-        let (kind, n) = if let Some(pipe) = self.pipe.as_mut().filter(|pipe| pipe.held() > 0) {
+        let (kind, n) = if let Some(pipe) = self.pipe.as_mut().filter(|pipe| pipe.held() > 0)
+            && let Some(sock) = wire.raw_socket()
+        {
             let held = pipe.held() as u64;
             ("splice", pipe.drain_to(sock, held as usize, remaining > held).map_err(Stop::from)?)
         } else if opts.residency_test
-            && pos + chunk > self.resident_until
+            && pos + step > self.resident_until
             && (self.met_disk || !self.test_residency(&file, pos, chunk, p))
         {
             // Once a chunk was cold, the rest of the body goes through jobs as well: the
@@ -228,12 +244,12 @@ impl Outgoing {
             // `--debox`, docs/DEBOX.md). A job waits for them on a helper instead.
             self.met_disk = true;
             return Err(Stop::NotResident(self.cold_chunk_job(file, pos, remaining, opts)));
-        } else if opts.zero_copy {
+        } else if let Some(sock) = wire.raw_socket().filter(|_| opts.zero_copy) {
             let mut off = pos;
             let n = transmit::sendfile(sock, &file.file, &mut off, chunk as usize);
             ("sendfile", n.map_err(Stop::from)?)
         } else {
-            ("read+send", copy_chunk(sock, &file.file, pos, chunk)?)
+            ("read+send", copy_chunk(wire, &file.file, pos, chunk)?)
         };
         self.sent(kind, n, t0);
         if n == 0 {
@@ -363,13 +379,13 @@ fn give_back(mut pipe: PagePipe) {
 
 /// Read + write through a user-space buffer (the `--no-zero-copy` path).
 fn copy_chunk(
-    sock: std::os::fd::BorrowedFd<'_>,
+    wire: &mut Wire<'_>,
     file: &std::fs::File,
     pos: u64,
     chunk: u64,
 ) -> Result<usize, Stop> {
     thread_local! {
-        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 64 << 10]);
+        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; COPY_BYTES]);
     }
     BUF.with(|b| {
         let mut buf = b.borrow_mut();
@@ -378,7 +394,7 @@ fn copy_chunk(
         if got == 0 {
             return Ok(0);
         }
-        transmit::send(sock, &buf[..got], false).map_err(Stop::from)
+        wire.send(&buf[..got], false).map_err(Stop::from)
     })
 }
 

@@ -109,5 +109,7 @@ mod response_headers;
 mod slow_log;
 #[path = "wire/staged_specific.rs"]
 mod staged_specific;
+#[path = "wire/tls.rs"]
+mod tls;
 #[path = "wire/uring_specific.rs"]
 mod uring_specific;

@@ -16,19 +16,20 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
-/// Spawns `cmd` as a worker: `listener` (and `also_inherit`, e.g. the shared counters) stays
-/// open in it under the same descriptor number,
+/// Spawns `cmd` as a worker: `listeners` (and `also_inherit`, e.g. the shared counters) stay
+/// open in it under the same descriptor numbers,
 /// it receives SIGTERM when the spawning thread dies (`PR_SET_PDEATHSIG` fires on the exit of
 /// the thread that forked, so spawn from a thread that outlives the worker), and, with `cpu`,
 /// it runs pinned to that CPU if the system allows. Spawning fails if the parent died during
 /// the fork.
 pub fn spawn_worker(
     mut cmd: Command,
-    listener: &TcpListener,
+    listeners: &[TcpListener],
     also_inherit: Option<RawFd>,
     cpu: Option<usize>,
 ) -> io::Result<Child> {
-    let fd: RawFd = listener.as_raw_fd();
+    // Gathered before the fork: the hook must not allocate.
+    let fds: Vec<RawFd> = listeners.iter().map(AsRawFd::as_raw_fd).chain(also_inherit).collect();
     let parent: Pid = getpid();
     let cpus = cpu.map(|c| {
         let mut set = CpuSet::new();
@@ -41,14 +42,11 @@ pub fn spawn_worker(
             // The parent died before the death signal was armed: nobody would stop us.
             return Err(io::Error::from_raw_os_error(libc::ESRCH));
         }
-        // SAFETY: `fd` is the listener, open in the parent when it forked, so it is open in
-        // this child, which owns nothing else under that number; the borrow ends here.
-        let listener = unsafe { BorrowedFd::borrow_raw(fd) };
-        fcntl_setfd(listener, FdFlags::empty())?;
-        if let Some(extra) = also_inherit {
-            // SAFETY: as above: `extra` was open in the parent when it forked (the caller
-            // holds it), so it is open here; the borrow ends at once.
-            fcntl_setfd(unsafe { BorrowedFd::borrow_raw(extra) }, FdFlags::empty())?;
+        for &fd in &fds {
+            // SAFETY: `fd` is a listener or `also_inherit`, open in the parent when it forked
+            // (the caller holds it), so it is open in this child, which owns nothing else
+            // under that number; the borrow ends at once.
+            fcntl_setfd(unsafe { BorrowedFd::borrow_raw(fd) }, FdFlags::empty())?;
         }
         if let Some(set) = &cpus {
             let _ = sched_setaffinity(None, set); // best effort, like the event loops' pinning

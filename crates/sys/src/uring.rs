@@ -46,7 +46,8 @@ pub enum Chunk {
 }
 
 impl Chunk {
-    fn bytes(&self) -> &[u8] {
+    /// The bytes held.
+    pub fn bytes(&self) -> &[u8] {
         match self {
             Chunk::Empty => &[],
             Chunk::Shared(b) => b,
@@ -72,6 +73,16 @@ impl Gather {
     /// Bytes still to send.
     pub fn remaining(&self) -> usize {
         self.head.len() - self.head_from + self.body_range.len()
+    }
+
+    /// The bytes still to send: the rest of the head, then the rest of the body.
+    pub fn unsent(&self) -> [&[u8]; 2] {
+        [&self.head[self.head_from..], &self.body.bytes()[self.body_range.clone()]]
+    }
+
+    /// A gather list of `bytes` alone (e.g. already encrypted), as a head with no body.
+    pub fn of(bytes: Vec<u8>) -> Gather {
+        Gather { head: bytes, head_from: 0, body: Chunk::Empty, body_range: 0..0 }
     }
 
     /// Records `n` bytes as sent; returns how many of them were body bytes.

@@ -58,7 +58,7 @@ impl FileSet {
 
 /// What a trace looks like: the directory Zipf exponent, the class mix and the share of
 /// requests for large files.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Shape {
     pub zipf: f64,
     pub class_mix: [f64; 4],
@@ -103,6 +103,11 @@ pub const LARGE_FILES_QUICK: u32 = 3;
 pub const LARGE_RANGE: (u64, u64) = (10_000_000, 100_000_000);
 /// The same in quick runs: 1–4 MiB.
 pub const LARGE_RANGE_QUICK: (u64, u64) = (1 << 20, 4 << 20);
+
+/// How many large files a run adds and their size range (quick runs: fewer and smaller).
+pub fn large_plan(quick: bool) -> (u32, (u64, u64)) {
+    if quick { (LARGE_FILES_QUICK, LARGE_RANGE_QUICK) } else { (LARGE_FILES, LARGE_RANGE) }
+}
 
 /// Sizes of `count` large files in `range` (log-uniform), from `seed`.
 pub fn large_sizes(count: u32, range: (u64, u64), seed: u64) -> Vec<u64> {

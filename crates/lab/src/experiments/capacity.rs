@@ -4,8 +4,8 @@
 //! 3.3) of the memory cgroup's limit, and the summary says so. Several disk models
 //! (`--disk-emulation hdd,ssd,iops,none`) are run one after another and reported side by side.
 
-use serde::Serialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use super::diskrun::{self, ClosedLoop, DiskCell, ScaledSet};
 use super::{Lab, failures_section};
@@ -15,15 +15,15 @@ use crate::diskemu::DiskEmulation;
 use crate::progress::Progress;
 use crate::report::markdown::table;
 use crate::servers::ServerSpec;
-use crate::stats::{fmt, ratio};
-use crate::svg::{Chart, Plot, Scale, Series};
+use crate::stats::{fmt, ratio, whiskers_note};
+use crate::svg::{Bars, Chart, Plot, Scale};
 
 /// Apache, old Flash (sped), New Flash (amped), and the other peers.
 pub const DEFAULT_SERVERS: &[&str] =
     &["apache-prefork-150", "sped", "amped", "uring", "nginx", "nginx-aio", "lighttpd", "h2o"];
 
 /// One measured (model, data set, server).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     pub model: String,
     pub dataset_bytes: u64,
@@ -63,6 +63,43 @@ impl Params {
         })
     }
 
+    /// The parameters a run recorded in setup.json (`parameters`); the trace shape from its
+    /// command line when the run predates recording it.
+    pub(super) fn recorded(setup: &Value) -> Result<Params, String> {
+        #[derive(Deserialize)]
+        struct Recorded {
+            scales: Vec<f64>,
+            connections: u32,
+            requests_per_conn: u32,
+            warmup_s: f64,
+            duration_s: f64,
+            trace_requests: usize,
+            shape: Option<specweb::Shape>,
+        }
+        let r: Recorded = super::rebuild::parameters(&setup["parameters"])?;
+        if r.scales.is_empty() {
+            return Err("setup.json: parameters.scales is empty".into());
+        }
+        let shape = match r.shape {
+            Some(shape) => shape,
+            None => super::rebuild::command_shape(setup)?,
+        };
+        Ok(Params {
+            scales: r.scales,
+            shape,
+            connections: r.connections,
+            requests_per_conn: r.requests_per_conn,
+            warmup: r.warmup_s,
+            duration: r.duration_s,
+            trace_len: r.trace_requests,
+        })
+    }
+
+    /// setup.json's `parameters` (E7 adds its own).
+    pub(super) fn to_json(&self, memory_limit_bytes: u64) -> Value {
+        json!({"scales": self.scales, "memory_limit_bytes": memory_limit_bytes, "connections": self.connections, "requests_per_conn": self.requests_per_conn, "warmup_s": self.warmup, "duration_s": self.duration, "trace_requests": self.trace_len, "shape": self.shape})
+    }
+
     pub(super) fn scales_text(&self) -> String {
         self.scales.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" / ")
     }
@@ -73,33 +110,73 @@ pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
     let q = a.common.quick;
     let mut lab = Lab::open("capacity", &a.common, DEFAULT_SERVERS)?;
     let p = Params::new(a)?;
-    let models = diskrun::models(&a.disk);
     let mut rows = Vec::new();
-    let mut sections = String::new();
-    let (mut emus, mut notes) = (Vec::new(), Vec::new());
-    for model in models {
+    let mut emus = Vec::new();
+    for model in diskrun::models(&a.disk) {
         // One model at a time: a FUSE model's mount lives as long as its plan.
         let mut emu = diskrun::plan_disk(&lab, &a.disk, model, if q { 64 } else { 128 })?;
         let mine = measure(&mut lab, &emu, &p);
         // Unmounted before the next model mounts its own (the description stays).
         emu.release();
-        let mine = mine?;
-        let figure = chart(&mut lab, &emu, &p, &mine)?;
-        sections.push_str(&model_section(&lab, &emu, &p, &mine, &figure));
-        if !emu.applied() {
-            notes.push(emu.describe());
-        }
-        rows.extend(mine);
+        rows.extend(mine?);
         emus.push(emu);
     }
     diskrun::write_raw(&mut lab, &["dataset_bytes", "scale"], &rows, |r| {
         (vec![r.dataset_bytes.to_string(), r.scale.to_string()], &r.cell)
     })?;
-    let s = summary(&lab, &emus, &p, &rows, &sections);
-    let memory = emus.first().map_or(0, |e| e.memory_limit_bytes);
-    let params = json!({"scales": p.scales, "memory_limit_bytes": memory, "connections": p.connections, "requests_per_conn": p.requests_per_conn, "warmup_s": p.warmup, "duration_s": p.duration, "trace_requests": p.trace_len, "models": emus.iter().map(|e| e.name.clone()).collect::<Vec<_>>()});
+    let s = outputs(&mut lab, &emus, &p, &rows)?;
+    let mut notes: Vec<String> =
+        emus.iter().filter(|e| !e.applied()).map(DiskEmulation::describe).collect();
+    notes.extend(rounds_ignored(&lab, &a.common));
+    let mut params = p.to_json(emus.first().map_or(0, |e| e.memory_limit_bytes));
+    params["models"] = json!(emus.iter().map(|e| e.name.clone()).collect::<Vec<_>>());
     let disk = if emus.len() == 1 { json!(emus[0]) } else { json!(emus) };
     lab.finish(params, Some(disk), notes, &s)
+}
+
+/// The note (also said on stderr) that `--rounds` above 1 was given to an experiment that
+/// runs one round per cell (E5, E7): its figures and summary say one round.
+pub(super) fn rounds_ignored(lab: &Lab, common: &crate::cli::CommonArgs) -> Option<String> {
+    let rounds = common.rounds.filter(|r| *r > 1)?;
+    let note = format!(
+        "--rounds {rounds} was ignored: {} runs one round per cell (no spread is measured)",
+        lab.experiment
+    );
+    eprintln!("[amplab {}] {note}", lab.experiment);
+    Some(note)
+}
+
+/// The figures, one per model, and summary.md's text (the same from a run and from `amplab
+/// report`).
+fn outputs(
+    lab: &mut Lab,
+    emus: &[DiskEmulation],
+    p: &Params,
+    rows: &[Row],
+) -> Result<String, String> {
+    let mut sections = String::new();
+    for emu in emus {
+        let mine: Vec<Row> = rows.iter().filter(|r| r.model == emu.name).cloned().collect();
+        let figure = chart(lab, emu, p, &mine)?;
+        sections.push_str(&model_section(lab, emu, p, &mine, &figure));
+    }
+    Ok(summary(lab, emus, p, rows, &sections))
+}
+
+/// `amplab report` on a capacity run: its figures and summary again from setup.json and
+/// results.json. Runs from before the disk models (no `parameters.models`) cannot be rebuilt.
+pub fn rebuild(lab: &mut Lab, setup: &Value) -> Result<String, String> {
+    if setup["parameters"].get("models").is_none() {
+        return Err(super::rebuild::old_layout(
+            lab,
+            "it predates the disk models (setup.json has no parameters.models)",
+        ));
+    }
+    let p = Params::recorded(setup)?;
+    let emus = super::rebuild::emulations(&setup["disk_emulation"])?;
+    let (rows, labels) = super::rebuild::disk_rows(&lab.run.path, |r: &mut Row| &mut r.cell)?;
+    lab.servers = super::rebuild::specs(&labels);
+    outputs(lab, &emus, &p, &rows)
 }
 
 /// Every (data set, server) cell of one disk model, data sets generated as needed.
@@ -159,33 +236,40 @@ pub(super) fn measure_with<X>(
     Ok(rows)
 }
 
-/// A server's body throughput on the data set of `scale` (NaN if not measured).
+/// A server's body throughput on the data set of `scale` (NaN if not measured, or if nothing
+/// was answered: a server that died before its first answer has no throughput, not 0).
 fn mbps(rows: &[Row], server: &str, scale: f64) -> f64 {
     rows.iter()
         .find(|r| r.cell.server == server && r.scale == scale)
         .and_then(|r| r.cell.measurement.as_ref())
+        .filter(|m| m.requests > 0)
         .map_or(f64::NAN, |m| m.body_mbps)
 }
 
-/// Throughput vs data-set size, a line per server. Returns the figure's file name.
+/// A data set's name in tables and figures: `192 MiB (1.5×)`.
+pub(super) fn scale_name(emu: &DiskEmulation, scale: f64) -> String {
+    format!("{:.0} MiB ({scale}×)", emu.memory_limit_bytes as f64 * scale / 1048576.0)
+}
+
+/// Throughput per server, a group of bars per data set (a panel each when they differ by
+/// more than 10×). Returns the figure's file name.
 fn chart(lab: &mut Lab, emu: &DiskEmulation, p: &Params, rows: &[Row]) -> Result<String, String> {
-    let series: Vec<Series> = lab
+    let series: Vec<Bars> = lab
         .servers
         .iter()
-        .map(|spec| {
-            Series::new(
-                spec.label.clone(),
-                rows.iter()
-                    .filter(|r| r.cell.server == spec.label)
-                    .map(|r| (r.dataset_bytes as f64 / 1048576.0, mbps(rows, &spec.label, r.scale)))
-                    .collect(),
-            )
+        .map(|spec| Bars {
+            name: spec.label.clone(),
+            values: p.scales.iter().map(|&sc| mbps(rows, &spec.label, sc)).collect(),
+            spread: Vec::new(),
         })
         .collect();
     let limit_mib = emu.memory_limit_bytes >> 20;
     lab.run
         .write_chart(&format!("capacity-{}", emu.name), &Chart {
-            title: "Capacity at infinite demand vs data-set size (DeBox Table 8, scaled)".into(),
+            title: format!(
+                "Capacity at infinite demand on {} vs data-set size (DeBox Table 8, scaled)",
+                emu.name
+            ),
             subtitle: format!(
                 "SPECweb99-like sets at {} × a {limit_mib} MiB memory limit; {} closed-loop clients × {} requests/connection; {}",
                 p.scales_text(),
@@ -193,11 +277,15 @@ fn chart(lab: &mut Lab, emu: &DiskEmulation, p: &Params, rows: &[Row]) -> Result
                 p.requests_per_conn,
                 emu.short()
             ),
-            x_label: "data-set size (MiB)".into(),
+            x_label: "data-set size (× the memory limit)".into(),
             y_label: "throughput, response bodies (Mb/s)".into(),
             x_scale: Scale::Linear,
             y_scale: Scale::Linear,
-            plot: Plot::Lines(series),
+            plot: Plot::Bars {
+                categories: p.scales.iter().map(|&sc| scale_name(emu, sc)).collect(),
+                series,
+            },
+            note: whiskers_note(1, "bar"),
         })
         .map_err(|e| e.to_string())
 }
@@ -208,9 +296,7 @@ fn model_section(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figur
     let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
     let mut s = format!("## Disk model {}\n\nDisk: {}\n\n", emu.name, emu.describe());
     let mut header = vec!["server".to_string()];
-    header.extend(p.scales.iter().map(|sc| {
-        format!("{:.0} MiB ({sc}×) Mb/s", emu.memory_limit_bytes as f64 * sc / 1048576.0)
-    }));
+    header.extend(p.scales.iter().map(|&sc| format!("{} Mb/s", scale_name(emu, sc))));
     let body: Vec<Vec<String>> = labels
         .iter()
         .map(|l| {

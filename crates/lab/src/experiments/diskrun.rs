@@ -2,7 +2,7 @@
 //! cgroups, start it inside them (serving the FUSE slow disk's mount when that is the
 //! emulation), warm it up, measure, read the disk's counters, stop it. Shared by E2 (trace),
 //! E4 (disk-bound) and E5 (capacity). [`run_windows`] instead measures consecutive windows from
-//! the cold start on (latency over time).
+//! the cold start on (latency over time) in one ampload run.
 //!
 //! Disk counters per phase come from the FUSE slow disk's own counters (READ requests, bytes,
 //! arm time) or from the blkio cgroup (`io_serviced`, `io_service_bytes`); the read
@@ -21,7 +21,7 @@ use crate::cli::{DiskArgs, DiskEmulationArg};
 use crate::datasets::specweb::{self, FileSet, Request};
 use crate::diskemu::{Cgroup, CgroupStats, DiskEmulation, Method, Wanted};
 use crate::load::Measurement;
-use crate::load::ampload::Ampload;
+use crate::load::ampload::{self, Ampload};
 use crate::report::csv::{Csv, num};
 use crate::servers::{RunningServer, ServerSpec};
 use crate::slowdisk::Model;
@@ -49,6 +49,26 @@ pub struct Window {
     pub timeouts: u64,
     pub disk: Option<DiskUse>,
     pub error: Option<String>,
+}
+
+/// How the windows of a latency-over-time run were measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WindowSource {
+    /// One ampload run with `--interval --interval-by start`: each window holds the requests
+    /// due in it (answered whenever they were), the windows back to back with no gap; the disk
+    /// counters are read at the windows' boundaries.
+    OneRun,
+    /// One ampload run per window, back to back (runs before the one-run windows): each
+    /// window opened its connections anew and ran late when its answers did.
+    SeparateRuns,
+}
+
+impl WindowSource {
+    /// What runs that predate the field measured.
+    pub fn separate_runs() -> WindowSource {
+        WindowSource::SeparateRuns
+    }
 }
 
 /// What one server run produced.
@@ -255,6 +275,15 @@ pub struct Needs {
 }
 
 impl Needs {
+    /// The two traces of `n` requests a run draws over `set` with `seed`: the measured one
+    /// from `seed`, the warm-up from `seed + 1` (a different draw).
+    pub fn draw(set: FileSet, n: usize, seed: u64, shape: &specweb::Shape) -> Needs {
+        let large = set.large.len() as u32;
+        let draw = |seed| specweb::shaped_trace(set.dirs, large, n, seed, shape);
+        let (measure, warm) = (draw(seed), draw(seed + 1));
+        Needs { set: Arc::new(set), warm: Arc::new(warm), measure: Arc::new(measure) }
+    }
+
     /// Bytes of the distinct files among the first `warm` lines of the warm-up list and the
     /// first `measure` lines of the measured list (ampload takes a list's lines in order and
     /// starts over at its end).
@@ -303,27 +332,19 @@ impl Workload {
         n: usize,
         prefix: &str,
     ) -> Result<Workload, String> {
-        let shape = *shape;
         let mut set = specweb::generate(&lab.data_dir, bytes, lab.seed)
             .map_err(|e| format!("cannot write the file set: {e}"))?;
         if shape.large_share > 0.0 {
-            let (count, range) = if lab.quick {
-                (specweb::LARGE_FILES_QUICK, specweb::LARGE_RANGE_QUICK)
-            } else {
-                (specweb::LARGE_FILES, specweb::LARGE_RANGE)
-            };
+            let (count, range) = specweb::large_plan(lab.quick);
             specweb::add_large_files(&mut set, count, range, lab.seed)
                 .map_err(|e| format!("cannot write the large files: {e}"))?;
         }
-        let large = set.large.len() as u32;
-        let draw = |seed| specweb::shaped_trace(set.dirs, large, n, seed, &shape);
-        let (measure, warm) = (draw(lab.seed), draw(lab.seed + 1));
+        let needs = Needs::draw(set, n, lab.seed, shape);
         let tmp = lab.run.tmp();
         let (warm_urls, measure_urls) =
             (tmp.join(format!("{prefix}warm.urls")), tmp.join(format!("{prefix}measure.urls")));
-        specweb::write_urls(&measure_urls, &measure).map_err(|e| e.to_string())?;
-        specweb::write_urls(&warm_urls, &warm).map_err(|e| e.to_string())?;
-        let needs = Needs { set: Arc::new(set), warm: Arc::new(warm), measure: Arc::new(measure) };
+        specweb::write_urls(&measure_urls, &needs.measure).map_err(|e| e.to_string())?;
+        specweb::write_urls(&warm_urls, &needs.warm).map_err(|e| e.to_string())?;
         Ok(Workload { needs, warm_urls, measure_urls })
     }
 
@@ -457,11 +478,38 @@ struct Session<'a> {
 }
 
 /// A reading of the disk's cumulative counters.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Mark {
     reads: u64,
     bytes: u64,
     busy_ns: u64,
+}
+
+impl Mark {
+    /// The counters at `t` (seconds, on the clock of `samples`), interpolated linearly between
+    /// the readings around it (`samples` in time order; the first or last beyond them).
+    fn at(samples: &[(f64, Mark)], t: f64) -> Option<Mark> {
+        let after = samples.partition_point(|(ts, _)| *ts < t);
+        let (a, b) = match (after.checked_sub(1).map(|i| samples[i]), samples.get(after)) {
+            (Some(a), Some(b)) => (a, *b),
+            (Some(only), None) | (None, Some(&only)) => return Some(only.1),
+            (None, None) => return None,
+        };
+        let share = if b.0 > a.0 { (t - a.0) / (b.0 - a.0) } else { 1.0 };
+        let mix = |x: u64, y: u64| x + ((y.saturating_sub(x)) as f64 * share).round() as u64;
+        Some(Mark {
+            reads: mix(a.1.reads, b.1.reads),
+            bytes: mix(a.1.bytes, b.1.bytes),
+            busy_ns: mix(a.1.busy_ns, b.1.busy_ns),
+        })
+    }
+}
+
+/// Seconds since the Unix epoch, now.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 impl<'a> Session<'a> {
@@ -487,8 +535,8 @@ impl<'a> Session<'a> {
         if let Some(s) = self.emu.slowdisk_stats() {
             return Some(Mark { reads: s.reads, bytes: s.read_bytes, busy_ns: s.busy_ns });
         }
-        let c = self.cgroup.as_ref().map(Cgroup::stats).filter(|c| c.blkio)?;
-        Some(Mark { reads: c.disk_reads, bytes: c.disk_read_bytes, busy_ns: 0 })
+        let (reads, bytes) = self.cgroup.as_ref()?.disk_io()?;
+        Some(Mark { reads, bytes, busy_ns: 0 })
     }
 
     /// What the disk did from `from` to `to`, over `secs` seconds.
@@ -508,6 +556,19 @@ impl<'a> Session<'a> {
     /// One ampload run of `secs` on `urls`: the measurement (or the error), the raw report,
     /// the lines it took from the list, and its length until the last answer.
     fn ampload(&self, load: &Load, urls: &Path, secs: f64) -> Phase {
+        self.ampload_watched(load, urls, secs, None, &mut || {})
+    }
+
+    /// [`ampload`](Self::ampload), with windows of `interval_s` by the requests' start when
+    /// given, calling `watch` every 20 ms or so while it runs.
+    fn ampload_watched(
+        &self,
+        load: &Load,
+        urls: &Path,
+        secs: f64,
+        interval_s: Option<f64>,
+        watch: &mut dyn FnMut(),
+    ) -> Phase {
         let from = Instant::now();
         let run = Ampload {
             url: self.server.url("/"),
@@ -518,9 +579,10 @@ impl<'a> Session<'a> {
             requests_per_conn: load.requests_per_conn,
             urls_file: Some(urls.to_path_buf()),
             timeout_s: load.timeout_s,
-            interval_s: None,
+            interval_s,
+            interval_by_start: interval_s.is_some(),
         }
-        .run(&self.lab.bins.ampload, self.lab.client_cpus());
+        .run_watched(&self.lab.bins.ampload, self.lab.client_cpus(), watch);
         let secs = from.elapsed().as_secs_f64().max(secs);
         match run {
             Ok((m, raw)) => {
@@ -724,10 +786,13 @@ fn profile_outside(
 }
 
 /// Latency over time from a cold start: starts `spec` cold and applies `load` (its rate,
-/// connections, requests per connection) as consecutive ampload runs of `window_s` each until
-/// `total_s`, the URL stream continuing from one window to the next (`needs.measure`, from
-/// its first line). Window lists are written under `tmp`. The cell's totals (read
-/// amplification, disk reads) cover every window; its measurement is the last window's.
+/// connections, requests per connection, its measured URL list from the first line) as one
+/// ampload run of `total_s` with windows of `window_s` by the requests' intended send time
+/// (`--interval-by start`), so the windows follow each other with no gap and each holds the
+/// requests due in it, however late they were answered. The disk's counters are read every
+/// 20 ms or so while ampload runs and taken at each window's boundaries (interpolated between
+/// the readings around them). The cell's totals (read amplification, disk reads) and its
+/// measurement cover the whole run.
 #[allow(clippy::too_many_arguments)]
 pub fn run_windows(
     lab: &Lab,
@@ -738,11 +803,9 @@ pub fn run_windows(
     needs: &Needs,
     window_s: f64,
     total_s: f64,
-    tmp: &Path,
 ) -> DiskCell {
     let mut cell = DiskCell::new(&spec.label, &emu.name);
-    let stream = &needs.measure;
-    let small = stream.iter().find(|r| r.class != specweb::LARGE_CLASS);
+    let small = needs.measure.iter().find(|r| r.class != specweb::LARGE_CLASS);
     let probe = small.map_or("/".to_string(), Request::path);
     let session = match Session::open(lab, emu, spec, root, &probe, "win") {
         Ok(s) => s,
@@ -753,65 +816,60 @@ pub fn run_windows(
     };
     let start = session.mark();
     let fuse_start = emu.slowdisk_stats();
-    let cold = Instant::now();
-    let count = window_count(total_s, window_s);
-    // Enough lines for a window at the rate, with room for a late burst; ampload starts a
-    // list over at its end.
-    let per_window = (load.rate.unwrap_or(1000.0) * window_s * 2.0) as usize + 64;
-    let (mut offset, mut end_mark) = (0usize, start);
-    let mut failures = Vec::new();
-    for i in 0..count {
-        let urls =
-            tmp.join(format!("window-{}-{}-{i}.urls", emu.name, spec.label.replace(':', "_")));
-        let lines: Vec<String> =
-            (0..per_window).map(|k| stream[(offset + k) % stream.len().max(1)].path()).collect();
-        if let Err(e) = write_urls(&urls, &lines) {
-            cell.error = Some(e);
-            break;
+    let cold = unix_now();
+    let mut samples: Vec<(f64, Mark)> = Vec::new();
+    let mut sample = || {
+        if let Some(m) = session.mark() {
+            samples.push((unix_now(), m));
         }
-        let from = session.mark();
-        let start_s = cold.elapsed().as_secs_f64();
-        let phase = session.ampload(load, &urls, window_s);
-        let end_s = cold.elapsed().as_secs_f64();
-        let _ = std::fs::remove_file(&urls);
-        end_mark = session.mark();
-        offset += phase.sent as usize;
-        if let Some(f) = phase.failure() {
-            failures.push(format!("window {}: {f}", i + 1));
-        }
-        cell.timeouts += phase.timeouts;
-        cell.windows.push(Window {
-            start_s,
-            end_s,
-            timeouts: phase.timeouts,
-            disk: session.used(from, end_mark, phase.secs),
-            error: phase.failure(),
-            measurement: phase.measurement.clone(),
-        });
-        cell.measurement = phase.measurement;
-        cell.raw = phase.raw;
-    }
-    if cell.error.is_none() && !failures.is_empty() {
-        cell.error = Some(failures.join("; "));
-    }
-    cell.disk_read_bytes_with_warmup =
-        start.zip(end_mark).map(|(a, b)| b.bytes.saturating_sub(a.bytes));
+    };
+    let phase =
+        session.ampload_watched(load, &load.measure_urls, total_s, Some(window_s), &mut sample);
+    let end = session.mark();
+    cell.windows = windows_of(&session, &phase.raw, cold, &samples);
+    cell.timeouts = phase.timeouts;
+    cell.error = phase.failure();
+    cell.measured_s = phase.secs;
+    cell.disk_read_bytes_with_warmup = start.zip(end).map(|(a, b)| b.bytes.saturating_sub(a.bytes));
     cell.slowdisk = emu.slowdisk_stats().zip(fuse_start).map(|(now, s)| now.since(&s));
-    let needed = needs.bytes(0, offset as u64);
+    let needed = needs.bytes(0, phase.sent);
     cell.needed_bytes = Some(needed);
     cell.read_amplification = amplification(cell.disk_read_bytes_with_warmup, needed);
+    cell.measurement = phase.measurement;
+    cell.raw = phase.raw;
     session.close(&mut cell);
     cell
+}
+
+/// The windows of a windowed ampload run (`raw`, its report), timed from the cold start at
+/// `cold` (Unix seconds), with the disk's use between their boundaries from `samples`.
+fn windows_of(session: &Session, raw: &Value, cold: f64, samples: &[(f64, Mark)]) -> Vec<Window> {
+    let Ok(report) = serde_json::from_value::<ampload::Report>(raw.clone()) else {
+        return Vec::new();
+    };
+    // ampload's time zero: when its schedule started, after its connections were opened.
+    let zero = report.time_zero_unix_s;
+    report
+        .intervals
+        .iter()
+        .map(|w| {
+            let (from, to) = (zero + w.start_s, zero + w.start_s + w.length_s);
+            let m = ampload::interval_measurement(w);
+            Window {
+                start_s: from - cold,
+                end_s: to - cold,
+                timeouts: w.errors.get("timeout").copied().unwrap_or(0),
+                disk: session.used(Mark::at(samples, from), Mark::at(samples, to), w.length_s),
+                error: m.problems(),
+                measurement: Some(m),
+            }
+        })
+        .collect()
 }
 
 /// Bytes read from the disk ÷ bytes the run needed (None without a disk count or a need).
 pub fn amplification(read: Option<u64>, needed: u64) -> Option<f64> {
     read.filter(|_| needed > 0).map(|read| read as f64 / needed as f64)
-}
-
-/// Windows of `window_s` in `total_s` (the last one whole; at least one).
-pub fn window_count(total_s: f64, window_s: f64) -> u32 {
-    ((total_s / window_s) - 1e-9).ceil().max(1.0) as u32
 }
 
 /// A path list file for ampload.
@@ -879,11 +937,14 @@ mod tests {
     }
 
     #[test]
-    fn windows_cover_the_run() {
-        assert_eq!(window_count(2.0, 0.5), 4);
-        assert_eq!(window_count(2.1, 0.5), 5);
-        assert_eq!(window_count(35.0, 5.0), 7);
-        assert_eq!(window_count(0.3, 5.0), 1);
+    fn disk_counters_are_interpolated_at_a_window_boundary() {
+        let mark = |reads, bytes| Mark { reads, bytes, busy_ns: reads * 10 };
+        let samples = [(10.0, mark(0, 0)), (10.02, mark(4, 400)), (10.04, mark(4, 400))];
+        assert_eq!(Mark::at(&samples, 10.01), Some(mark(2, 200)));
+        assert_eq!(Mark::at(&samples, 10.02), Some(mark(4, 400)), "on a reading");
+        assert_eq!(Mark::at(&samples, 9.0), Some(mark(0, 0)), "before the first: the first");
+        assert_eq!(Mark::at(&samples, 11.0), Some(mark(4, 400)), "after the last: the last");
+        assert_eq!(Mark::at(&[], 10.0), None);
     }
 
     #[test]

@@ -11,10 +11,10 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::Lab;
-use super::capacity;
+use super::capacity::{self, scale_name};
 use super::diskrun::{self, DiskCell};
 use super::stage_sampler::{self, Sample, StageSampler};
 use crate::cli::LinuxComparisonArgs;
@@ -23,7 +23,7 @@ use crate::load::Measurement;
 use crate::report::csv::{Csv, num};
 use crate::report::markdown::table;
 use crate::servers::{RunningServer, ServerKind, ServerSpec};
-use crate::stats::{fmt, ratio};
+use crate::stats::{cdf_note, fmt, ratio, whiskers_note};
 use crate::svg::{Bars, Chart, Plot, Scale, Series};
 
 /// The paper's four (Apache, Haboob, old Flash, New Flash) and the other peers.
@@ -82,12 +82,35 @@ pub fn run(a: &LinuxComparisonArgs) -> Result<std::path::PathBuf, String> {
     diskrun::write_raw(&mut lab, &["dataset_bytes", "scale"], &rows, |r| {
         (vec![r.dataset_bytes.to_string(), r.scale.to_string()], &r.cell)
     })?;
-    write_thread_csv(&mut lab, &rows)?;
-    let figures = charts(&mut lab, &emu, &p, &rows)?;
-    let s = summary(&lab, &emu, &p, &rows, &figures);
-    let params = json!({"scales": p.base.scales, "memory_limit_bytes": emu.memory_limit_bytes, "connections": p.base.connections, "requests_per_conn": p.base.requests_per_conn, "warmup_s": p.base.warmup, "duration_s": p.base.duration, "trace_requests": p.base.trace_len, "stage_sample_ms": a.sample_ms});
-    let notes = if emu.applied() { Vec::new() } else { vec![emu.describe()] };
+    let s = outputs(&mut lab, &emu, &p, &rows)?;
+    let mut params = p.base.to_json(emu.memory_limit_bytes);
+    params["stage_sample_ms"] = json!(a.sample_ms);
+    let mut notes = if emu.applied() { Vec::new() } else { vec![emu.describe()] };
+    notes.extend(capacity::rounds_ignored(&lab, &a.capacity.common));
     lab.finish(params, Some(json!(emu)), notes, &s)
+}
+
+/// staged-threads.csv, the figures and summary.md's text (the same from a run and from
+/// `amplab report`).
+fn outputs(lab: &mut Lab, emu: &DiskEmulation, p: &Params, rows: &[Row]) -> Result<String, String> {
+    write_thread_csv(lab, rows)?;
+    let figures = charts(lab, emu, p, rows)?;
+    Ok(summary(lab, emu, p, rows, &figures))
+}
+
+/// `amplab report` on a linux-comparison run: staged-threads.csv, the figures and the summary
+/// again from setup.json and results.json.
+pub fn rebuild(lab: &mut Lab, setup: &Value) -> Result<String, String> {
+    let p = Params {
+        base: capacity::Params::recorded(setup)?,
+        sample_every: Duration::from_millis(
+            setup["parameters"]["stage_sample_ms"].as_u64().unwrap_or(250),
+        ),
+    };
+    let emu: DiskEmulation = super::rebuild::parameters(&setup["disk_emulation"])?;
+    let (rows, labels) = super::rebuild::disk_rows(&lab.run.path, |r: &mut Row| &mut r.cell)?;
+    lab.servers = super::rebuild::specs(&labels);
+    outputs(lab, &emu, &p, &rows)
 }
 
 /// staged servers get a stats endpoint to sample (their label stays as written).
@@ -152,18 +175,16 @@ fn write_thread_csv(lab: &mut Lab, rows: &[Row]) -> Result<(), String> {
     lab.run.write("staged-threads.csv", &csv.render()).map_err(|e| e.to_string())
 }
 
+/// A server's measurement on the data set of `scale`, if it answered anything.
 fn measurement<'a>(rows: &'a [Row], server: &str, scale: f64) -> Option<&'a Measurement> {
     rows.iter()
         .find(|r| r.cell.server == server && r.scale == scale)
         .and_then(|r| r.cell.measurement.as_ref())
+        .filter(|m| m.requests > 0)
 }
 
 fn mbps(rows: &[Row], server: &str, scale: f64) -> f64 {
     measurement(rows, server, scale).map_or(f64::NAN, |m| m.body_mbps)
-}
-
-fn scale_name(emu: &DiskEmulation, scale: f64) -> String {
-    format!("{:.0} MiB ({scale}×)", emu.memory_limit_bytes as f64 * scale / 1048576.0)
 }
 
 /// Throughput bars, the latency CDF at the largest set, staged's threads over time.
@@ -204,17 +225,16 @@ fn charts(
                     x_scale: Scale::Linear,
                     y_scale: Scale::Linear,
                     plot: Plot::Bars { categories, series },
+                    note: whiskers_note(1, "bar"),
                 },
             )
             .map_err(io)?,
     ];
-    let mut measured = true;
+    let measured = labels.iter().filter_map(|l| measurement(rows, l, p.last())).all(|m| m.cdf().1);
     let cdf = labels
         .iter()
         .map(|l| {
-            let (points, from_histogram) =
-                measurement(rows, l, p.last()).map_or((Vec::new(), true), Measurement::cdf);
-            measured &= from_histogram;
+            let points = measurement(rows, l, p.last()).map_or(Vec::new(), |m| m.cdf().0);
             Series::new(l.clone(), points)
         })
         .collect();
@@ -234,46 +254,67 @@ fn charts(
                     x_scale: Scale::Log,
                     y_scale: Scale::Linear,
                     plot: Plot::Lines(cdf),
+                    note: cdf_note(measured).into(),
                 },
             )
             .map_err(io)?,
     );
-    let threads: Vec<Series> = rows
-        .iter()
-        .filter(|r| !r.stage_samples.is_empty())
-        .flat_map(|r| {
-            let stages: Vec<String> = r.stage_samples[0].threads.keys().cloned().collect();
-            stages.into_iter().map(move |stage| {
+    figures.extend(thread_charts(lab, emu, p, rows, &workload)?);
+    Ok(figures)
+}
+
+/// staged's threads over time, a figure per stage, a line per (staged server, data set).
+fn thread_charts(
+    lab: &mut Lab,
+    emu: &DiskEmulation,
+    p: &Params,
+    rows: &[Row],
+    workload: &str,
+) -> Result<Vec<String>, String> {
+    let sampled: Vec<&Row> = rows.iter().filter(|r| !r.stage_samples.is_empty()).collect();
+    let several = sampled.iter().any(|r| r.cell.server != sampled[0].cell.server);
+    let mut stages: Vec<String> =
+        sampled.iter().flat_map(|r| r.stage_samples[0].threads.keys().cloned()).collect();
+    stages.sort();
+    stages.dedup();
+    let mut figures = Vec::new();
+    for stage in stages {
+        let series: Vec<Series> = sampled
+            .iter()
+            .map(|r| {
+                let set = scale_name(emu, r.scale);
                 Series::new(
-                    format!("{} {stage} @{}×", r.cell.server, r.scale),
+                    if several {
+                        format!("{}@{set}", r.cell.server)
+                    } else {
+                        format!("staged {set}")
+                    },
                     r.stage_samples
                         .iter()
                         .map(|s| (s.t_s, s.threads.get(&stage).copied().unwrap_or(0) as f64))
                         .collect(),
                 )
             })
-        })
-        .collect();
-    if !threads.is_empty() {
-        figures.push(
-            lab.run
-                .write_chart(
-                    "staged-threads",
-                    &Chart {
-                        title: "staged (Haboob): threads per stage over time".into(),
-                        subtitle: format!(
-                            "{workload}; warm-up {} s then {} s measured",
-                            p.base.warmup, p.base.duration
-                        ),
-                        x_label: "time since the server started (s)".into(),
-                        y_label: "threads in the stage".into(),
-                        x_scale: Scale::Linear,
-                        y_scale: Scale::Linear,
-                        plot: Plot::Lines(threads),
-                    },
-                )
-                .map_err(io)?,
-        );
+            .collect();
+        let chart = Chart {
+            title: format!("staged (Haboob): threads in its {stage} stage over time, per data set"),
+            subtitle: format!(
+                "{workload}; warm-up {} s, then {} s measured",
+                p.base.warmup, p.base.duration
+            ),
+            x_label: "time since the server started (s)".into(),
+            y_label: format!("threads in the {stage} stage"),
+            x_scale: Scale::Linear,
+            y_scale: Scale::Linear,
+            plot: Plot::Lines(series),
+            note: format!(
+                "Sampled every {} ms from the server's stats; the measured phase begins at {} s.",
+                p.sample_every.as_millis(),
+                p.base.warmup
+            ),
+        };
+        let name = format!("staged-threads-{stage}");
+        figures.push(lab.run.write_chart(&name, &chart).map_err(|e| e.to_string())?);
     }
     Ok(figures)
 }

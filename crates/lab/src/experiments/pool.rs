@@ -278,6 +278,7 @@ fn write_outputs(
                 x_scale: Scale::Linear,
                 y_scale: Scale::Linear,
                 plot: Plot::Lines(latency),
+                note: String::new(),
             },
         )
         .map_err(io)?;
@@ -300,6 +301,7 @@ fn write_outputs(
                 x_scale: Scale::Linear,
                 y_scale: Scale::Linear,
                 plot: Plot::Lines(throughput),
+                note: String::new(),
             },
         )
         .map_err(io)?;

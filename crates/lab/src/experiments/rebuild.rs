@@ -12,6 +12,9 @@ use serde_json::Value;
 
 use super::Lab;
 use super::diskrun::DiskCell;
+use crate::cli::Command;
+use crate::datasets::specweb::Shape;
+use crate::diskemu::DiskEmulation;
 use crate::load::Measurement;
 use crate::load::ampload;
 use crate::servers::ServerSpec;
@@ -42,14 +45,9 @@ fn one(dir: &Path) -> Result<PathBuf, String> {
         "single-file" => super::single_file::rebuild(&mut lab, &setup)?,
         "optimizations" => super::optimizations::rebuild(&mut lab, &setup)?,
         "trace" => super::trace::rebuild(&mut lab, &setup)?,
-        "disk-bound" | "capacity" | "linux-comparison" => {
-            return Err(format!(
-                "{}: amplab report does not rebuild {} runs yet (their results gained disk models; \
-                 the figures and summary written by the run stand)",
-                dir.display(),
-                lab.experiment
-            ));
-        }
+        "disk-bound" => super::disk_bound::rebuild(&mut lab, &setup)?,
+        "capacity" => super::capacity::rebuild(&mut lab, &setup)?,
+        "linux-comparison" => super::linux_comparison::rebuild(&mut lab, &setup)?,
         _ => super::pool::rebuild(&mut lab, &setup)?,
     };
     lab.finish_rebuilt(&summary)
@@ -71,7 +69,11 @@ pub fn disk_rows<R: DeserializeOwned>(
     dir: &Path,
     cell: impl Fn(&mut R) -> &mut DiskCell,
 ) -> Result<(Vec<R>, Vec<String>), String> {
-    let mut rows: Vec<R> = results(dir)?;
+    let mut rows: Vec<R> = results(dir).map_err(|e| {
+        format!(
+            "{e}: a results layout this amplab cannot read; the run's figures and summary stand"
+        )
+    })?;
     let mut servers = Vec::new();
     for r in &mut rows {
         let c = cell(r);
@@ -81,9 +83,50 @@ pub fn disk_rows<R: DeserializeOwned>(
     Ok((rows, labels(servers.iter())))
 }
 
+/// The one line that says a run's raw results are of a layout `amplab report` cannot read
+/// (`why`), and that its figures and summary stand as the run wrote them.
+pub fn old_layout(lab: &Lab, why: &str) -> String {
+    format!(
+        "{}: cannot rebuild this {} run: {why}; its figures and summary stand as the run wrote them",
+        lab.run.path.display(),
+        lab.experiment
+    )
+}
+
+/// setup.json's `disk_emulation`: one model (an object) or several (an array).
+pub fn emulations(value: &Value) -> Result<Vec<DiskEmulation>, String> {
+    match value {
+        Value::Array(_) => parameters(value),
+        _ => parameters(value).map(|e| vec![e]),
+    }
+}
+
+/// The trace shape (`--zipf`, `--class-mix`, `--large-files`) of the command line setup.json
+/// recorded, for runs that predate recording the shape itself.
+pub fn command_shape(setup: &Value) -> Result<Shape, String> {
+    use clap::Parser;
+    let argv: Vec<&str> = setup["command_line"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let cli = crate::cli::Cli::try_parse_from(&argv).map_err(|e| {
+        let first = e.to_string().lines().next().unwrap_or_default().to_string();
+        format!(
+            "setup.json's command line no longer parses ({first}), so its trace shape is unknown"
+        )
+    })?;
+    match cli.command {
+        Command::DiskBound(a) => Ok(a.shape.shape()),
+        Command::Capacity(a) => Ok(a.shape.shape()),
+        Command::LinuxComparison(a) => Ok(a.capacity.shape.shape()),
+        Command::All(a) => Ok(a.shape.shape()),
+        _ => Err("setup.json's command line runs no experiment with a trace shape".into()),
+    }
+}
+
 /// A part of setup.json's `parameters`.
 pub fn parameters<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
-    serde_json::from_value(value.clone()).map_err(|e| format!("setup.json parameters: {e}"))
+    serde_json::from_value(value.clone()).map_err(|e| format!("setup.json: {e}"))
 }
 
 /// Server labels in order of first appearance (the run's server order: round 0 runs them in

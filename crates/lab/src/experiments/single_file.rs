@@ -470,6 +470,7 @@ pub fn write_outputs(
             x_scale: Scale::Linear,
             y_scale: Scale::Linear,
             plot: Plot::Lines(series(|m| m.body_mbps)),
+            note: String::new(),
         };
         figures
             .push(lab.run.write_chart(&format!("bandwidth-{}", mode_name(mode)), &bw).map_err(io)?);
@@ -489,6 +490,7 @@ pub fn write_outputs(
             x_scale: Scale::Linear,
             y_scale: Scale::Linear,
             plot: Plot::Lines(series(|m| m.rps)),
+            note: String::new(),
         };
         figures.push(lab.run.write_chart(&format!("rate-{}", mode_name(mode)), &rate).map_err(io)?);
     }

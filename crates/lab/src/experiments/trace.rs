@@ -306,6 +306,7 @@ fn chart(
             x_scale: Scale::Linear,
             y_scale: Scale::Linear,
             plot: Plot::Bars { categories: names.to_vec(), series },
+            note: String::new(),
         })
         .map_err(|e| e.to_string())
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::{Latency, LoadError, Measurement};
-use crate::proc::{Pinning, run_tool};
+use crate::proc::{Pinning, run_tool_watched};
 
 /// One ampload invocation.
 #[derive(Clone, Debug)]
@@ -24,6 +24,9 @@ pub struct Ampload {
     pub timeout_s: f64,
     /// Per-window latency histograms of this length (`--interval`), for latency over time.
     pub interval_s: Option<f64>,
+    /// Windows hold the requests due in them (`--interval-by start`), not those answered in
+    /// them.
+    pub interval_by_start: bool,
 }
 
 /// The parts of ampload's JSON report amplab uses (unknown fields are ignored).
@@ -47,6 +50,25 @@ pub struct Report {
     pub schedule_lag_warnings: u64,
     pub max_schedule_lag_us: u64,
     pub backlog_max: u64,
+    /// `--interval` windows, in time order.
+    pub intervals: Vec<Interval>,
+    /// Time zero on the wall clock (seconds since the Unix epoch; 0 from older amploads).
+    pub time_zero_unix_s: f64,
+}
+
+/// One window of `intervals`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Interval {
+    /// From the run's time zero, and the window's length, seconds.
+    pub start_s: f64,
+    pub length_s: f64,
+    pub requests: u64,
+    pub ok: u64,
+    pub body_bytes: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub errors_total: u64,
+    pub latency_us: LatencyUs,
 }
 
 /// One line of `latency_spectrum`.
@@ -85,6 +107,7 @@ impl Ampload {
             urls_file: None,
             timeout_s: 10.0,
             interval_s: None,
+            interval_by_start: false,
         }
     }
 
@@ -123,6 +146,10 @@ impl Ampload {
         if let Some(i) = self.interval_s {
             v.push("--interval".into());
             v.push(format!("{}ms", (i * 1000.0).round().max(1.0)));
+            if self.interval_by_start {
+                v.push("--interval-by".into());
+                v.push("start".into());
+            }
         }
         v
     }
@@ -133,9 +160,19 @@ impl Ampload {
         binary: &Path,
         cpus: Option<&str>,
     ) -> Result<(Measurement, serde_json::Value), LoadError> {
+        self.run_watched(binary, cpus, &mut || {})
+    }
+
+    /// [`run`](Self::run), calling `watch` every 20 ms or so while ampload runs.
+    pub fn run_watched(
+        &self,
+        binary: &Path,
+        cpus: Option<&str>,
+        watch: &mut dyn FnMut(),
+    ) -> Result<(Measurement, serde_json::Value), LoadError> {
         let argv = Pinning::wrap(cpus, self.argv(binary));
         let expected = self.duration_s.unwrap_or(60.0) + self.timeout_s + 60.0;
-        let out = run_tool(&argv, Duration::from_secs_f64(expected))
+        let out = run_tool_watched(&argv, Duration::from_secs_f64(expected), watch)
             .map_err(|e| LoadError::Spawn(e.to_string()))?;
         if out.timed_out {
             return Err(LoadError::TimedOut);
@@ -158,8 +195,6 @@ impl Ampload {
 
 /// The common measurement of a report.
 pub fn measurement(r: &Report) -> Measurement {
-    let ms = |us: f64| us / 1000.0;
-    let l = &r.latency_us;
     let non_ok = r.requests.saturating_sub(r.ok);
     let first_error = r
         .first_errors
@@ -174,34 +209,10 @@ pub fn measurement(r: &Report) -> Measurement {
         errors: r.errors_total + non_ok,
         duration_s: r.duration_s,
         rps: r.rps,
-        body_mbps: if r.duration_s > 0.0 {
-            r.body_bytes as f64 * 8.0 / r.duration_s / 1e6
-        } else {
-            0.0
-        },
-        latency: if r.requests == 0 {
-            Latency::default()
-        } else {
-            Latency {
-                min: ms(l.min),
-                p5: ms(l.p5),
-                p50: ms(l.p50),
-                p90: ms(l.p90),
-                p95: ms(l.p95),
-                p99: ms(l.p99),
-                p999: ms(l.p999),
-                max: ms(l.max),
-                mean: ms(l.mean),
-                std_dev: f64::NAN,
-            }
-        },
+        body_mbps: mbps(r.body_bytes, r.duration_s),
+        latency: latency(&r.latency_us, r.requests),
         first_error,
-        failed_by_kind: r
-            .errors
-            .iter()
-            .filter(|(_, n)| **n > 0)
-            .map(|(k, n)| (k.clone(), *n))
-            .collect(),
+        failed_by_kind: failed(&r.errors),
         non_2xx_by_status: r
             .status
             .iter()
@@ -210,6 +221,56 @@ pub fn measurement(r: &Report) -> Measurement {
             .collect(),
         latency_cdf: cdf(&r.latency_spectrum),
     }
+}
+
+/// The measurement of one `--interval` window: its answers, failures and latency
+/// statistics (no statuses or spectrum: ampload keeps those for the whole run only).
+pub fn interval_measurement(w: &Interval) -> Measurement {
+    let per_second = |n: f64| if w.length_s > 0.0 { n / w.length_s } else { 0.0 };
+    Measurement {
+        generator: "ampload".into(),
+        requests: w.requests,
+        ok: w.ok,
+        errors: w.errors_total + w.requests.saturating_sub(w.ok),
+        duration_s: w.length_s,
+        rps: per_second(w.requests as f64),
+        body_mbps: mbps(w.body_bytes, w.length_s),
+        latency: latency(&w.latency_us, w.requests),
+        first_error: None,
+        failed_by_kind: failed(&w.errors),
+        non_2xx_by_status: BTreeMap::new(),
+        latency_cdf: Vec::new(),
+    }
+}
+
+/// Body bytes over `secs` as Mb/s.
+fn mbps(body_bytes: u64, secs: f64) -> f64 {
+    if secs > 0.0 { body_bytes as f64 * 8.0 / secs / 1e6 } else { 0.0 }
+}
+
+/// ampload's latency statistics in ms (all NaN when nothing was answered).
+fn latency(l: &LatencyUs, requests: u64) -> Latency {
+    if requests == 0 {
+        return Latency::default();
+    }
+    let ms = |us: f64| us / 1000.0;
+    Latency {
+        min: ms(l.min),
+        p5: ms(l.p5),
+        p50: ms(l.p50),
+        p90: ms(l.p90),
+        p95: ms(l.p95),
+        p99: ms(l.p99),
+        p999: ms(l.p999),
+        max: ms(l.max),
+        mean: ms(l.mean),
+        std_dev: f64::NAN,
+    }
+}
+
+/// The failure kinds that occurred.
+fn failed(errors: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    errors.iter().filter(|(_, n)| **n > 0).map(|(k, n)| (k.clone(), *n)).collect()
 }
 
 /// The spectrum as (fraction answered within, ms) points.
@@ -236,6 +297,9 @@ mod tests {
         assert!(line.contains("--rate 1000 -k 5 --urls /t/urls"), "{line}");
         a.interval_s = Some(1.0);
         assert!(a.argv(Path::new("ampload")).join(" ").ends_with("--interval 1000ms"));
+        a.interval_by_start = true;
+        let line = a.argv(Path::new("ampload")).join(" ");
+        assert!(line.ends_with("--interval 1000ms --interval-by start"), "{line}");
     }
 
     #[test]
@@ -256,6 +320,23 @@ mod tests {
         assert!((m.body_mbps - 1_000_000.0 * 8.0 / 0.050069159 / 1e6).abs() < 1e-6);
         assert!(m.first_error.is_none());
         assert!(m.problems().is_none() && m.latency_cdf.is_empty());
+    }
+
+    #[test]
+    fn reads_an_interval_as_a_measurement_of_its_own() {
+        let json = r#"{"time_zero_unix_s":1700000000.25,"intervals":[{"start_s":0.0,"length_s":0.5,
+            "requests":40,"ok":39,"body_bytes":500000,"errors":{"connect":0,"timeout":2,"reset":0,"bad_response":0},
+            "errors_total":2,"p50_us":900,"latency_us":{"mean":1500.5,"min":100,"max":9000,"p5":200,"p50":900,
+            "p90":3000,"p95":4000,"p99":8000,"p999":9000},"histogram":"x"}]}"#;
+        let r: Report = serde_json::from_str(json).unwrap();
+        assert_eq!(r.time_zero_unix_s, 1_700_000_000.25);
+        let m = interval_measurement(&r.intervals[0]);
+        assert_eq!((m.requests, m.ok, m.errors, m.failed()), (40, 39, 3, 2));
+        assert_eq!((m.rps, m.body_mbps), (80.0, 8.0));
+        assert_eq!((m.latency.p95, m.latency.mean), (4.0, 1.5005));
+        assert!(m.problems().unwrap().starts_with("2 of 42 requests got no answer (timeout 2"));
+        let empty: Interval = serde_json::from_str(r#"{"length_s":0.5}"#).unwrap();
+        assert!(interval_measurement(&empty).latency.p95.is_nan(), "nothing answered: no latency");
     }
 
     #[test]

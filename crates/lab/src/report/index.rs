@@ -1,7 +1,9 @@
 //! `amplab report --index`: INDEX.md in the runs folder, one section per run (a folder with a
 //! setup.json, also inside folders of runs like `amplab all`'s), newest first: experiment,
 //! date, quick or not, the command, a link to its summary and its figures (PNG shown inline
-//! where there is one, else the SVG).
+//! where there is one, else the SVG), each under its title. A run whose CDF figures only pass
+//! through the reported percentiles (runs before ampload's histogram export; their titles say
+//! "percentiles only") gets a line saying so.
 
 use std::path::{Path, PathBuf};
 
@@ -37,8 +39,32 @@ struct Run {
     started: String,
     quick: bool,
     command: String,
-    /// Figure files (relative to the run), SVG names; the PNG is used when present.
-    figures: Vec<(String, bool)>,
+    figures: Vec<Figure>,
+}
+
+/// One figure of a run.
+struct Figure {
+    /// The SVG's file name (in the run's folder).
+    svg: String,
+    /// Whether a PNG copy sits beside it (shown inline).
+    png: bool,
+    /// Its title, as the SVG says it.
+    title: String,
+}
+
+/// The text of the SVG's title element (`class="title"`), if any.
+fn svg_title(svg: &str) -> Option<String> {
+    let at = svg.find(r#"class="title""#)?;
+    let text = &svg[at..];
+    let text = &text[text.find('>')? + 1..];
+    let title = &text[..text.find('<')?];
+    Some(
+        title
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&amp;", "&"),
+    )
 }
 
 fn collect(root: &Path, dir: &Path, depth: usize, out: &mut Vec<Run>) {
@@ -62,17 +88,19 @@ fn read(root: &Path, dir: &Path) -> Option<Run> {
     let text = std::fs::read_to_string(dir.join("setup.json")).ok()?;
     let setup: Value = serde_json::from_str(&text).ok()?;
     let rel = dir.strip_prefix(root).ok()?.to_string_lossy().replace('\\', "/");
-    let mut figures: Vec<(String, bool)> = std::fs::read_dir(dir)
+    let mut figures: Vec<Figure> = std::fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().to_string())
         .filter(|n| n.ends_with(".svg"))
-        .map(|n| {
-            let png = dir.join(n.replace(".svg", ".png")).is_file();
-            (n, png)
+        .map(|svg| {
+            let png = dir.join(svg.replace(".svg", ".png")).is_file();
+            let text = std::fs::read_to_string(dir.join(&svg)).unwrap_or_default();
+            let title = svg_title(&text).unwrap_or_else(|| svg.trim_end_matches(".svg").into());
+            Figure { svg, png, title }
         })
         .collect();
-    figures.sort();
+    figures.sort_by(|a, b| a.svg.cmp(&b.svg));
     let command = setup["command_line"]
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "))
@@ -101,15 +129,17 @@ impl Run {
             self.command,
             self.rel
         ));
-        for (svg, png) in &self.figures {
+        if self.figures.iter().any(|f| f.title.contains("percentiles only")) {
+            s.push_str("CDF: not a measured distribution: straight lines through the 8 percentiles ampload reported (the run predates ampload's histogram export).\n\n");
+        }
+        for f in &self.figures {
+            let (rel, svg) = (&self.rel, &f.svg);
             let name = svg.trim_end_matches(".svg");
-            if *png {
-                s.push_str(&format!(
-                    "[![{name}]({rel}/{name}.png)]({rel}/{svg})\n",
-                    rel = self.rel
-                ));
+            let title = f.title.replace('[', "(").replace(']', ")");
+            if f.png {
+                s.push_str(&format!("[![{title}]({rel}/{name}.png)]({rel}/{svg})\n"));
             } else {
-                s.push_str(&format!("- [{name}]({}/{svg}) (SVG only)\n", self.rel));
+                s.push_str(&format!("- [{title}]({rel}/{svg}) (SVG only)\n"));
             }
         }
         s.push('\n');
@@ -135,6 +165,9 @@ mod tests {
         };
         mk("old", "single-file", "2026-01-01T00:00:00Z", &["rate-close.svg", "rate-close.png"]);
         mk("full/trace", "trace", "2026-02-01T00:00:00Z", &["throughput.svg"]);
+        let cdf = r#"<svg><text class="title" x="1">Disk-bound: CDF (through 8 percentiles only) &amp; more</text></svg>"#;
+        mk("interpolated", "disk-bound", "2025-12-01T00:00:00Z", &[]);
+        std::fs::write(root.path().join("interpolated/latency-cdf.svg"), cdf).unwrap();
         std::fs::create_dir_all(root.path().join("not-a-run")).unwrap();
         let path = write(root.path()).unwrap();
         let md = std::fs::read_to_string(path).unwrap();
@@ -142,10 +175,19 @@ mod tests {
         assert!(new < old, "{md}");
         assert!(md.contains("[![rate-close](old/rate-close.png)](old/rate-close.svg)"), "{md}");
         assert!(md.contains("- [throughput](full/trace/throughput.svg) (SVG only)"), "{md}");
+        let interpolated = md.split("## interpolated").nth(1).unwrap();
+        assert!(
+            interpolated.contains(
+                "- [Disk-bound: CDF (through 8 percentiles only) & more](interpolated/latency-cdf.svg)"
+            ),
+            "{md}"
+        );
+        assert!(interpolated.contains("not a measured distribution"), "{md}");
+        assert!(!md.split("## interpolated").next().unwrap().contains("not a measured"));
         assert!(
             md.contains("(quick run: not results)") && md.contains("[summary](old/summary.md)")
         );
-        assert!(md.starts_with("# amplab runs\n\n2 runs"));
+        assert!(md.starts_with("# amplab runs\n\n3 runs"));
         assert!(write(&root.path().join("not-a-run")).is_err());
     }
 }

@@ -4,7 +4,11 @@
 /// Linear or base-10 logarithmic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scale {
+    /// Linear, from zero when the data are non-negative (magnitudes: throughput, time).
     Linear,
+    /// Linear over the data's own range only (offered rates, where zero is not a point of
+    /// interest and would squeeze the data into a corner).
+    Span,
     Log,
 }
 
@@ -23,7 +27,7 @@ impl Axis {
     pub fn fit(values: impl IntoIterator<Item = f64>, scale: Scale) -> Axis {
         let vals: Vec<f64> = values
             .into_iter()
-            .filter(|v| v.is_finite() && (scale == Scale::Linear || *v > 0.0))
+            .filter(|v| v.is_finite() && (scale != Scale::Log || *v > 0.0))
             .collect();
         let (mut lo, mut hi) =
             vals.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
@@ -31,12 +35,15 @@ impl Axis {
             (lo, hi) = if scale == Scale::Log { (1.0, 10.0) } else { (0.0, 1.0) };
         }
         match scale {
-            Scale::Linear => {
-                if lo >= 0.0 {
+            Scale::Linear | Scale::Span => {
+                if scale == Scale::Linear && lo >= 0.0 {
                     lo = 0.0;
                 }
                 if hi <= lo {
-                    hi = lo + 1.0;
+                    // One value: a unit (or a tenth of it) either side.
+                    let pad = (lo.abs() * 0.1).max(if scale == Scale::Span { 1e-9 } else { 1.0 });
+                    (lo, hi) =
+                        if scale == Scale::Span { (lo - pad, hi + pad) } else { (lo, lo + 1.0) };
                 }
                 let step = nice_step((hi - lo) / 5.0);
                 let (min, max) = ((lo / step).floor() * step, (hi / step).ceil() * step);
@@ -68,7 +75,7 @@ impl Axis {
     /// Position of `v` in [0, 1] along the axis.
     pub fn frac(&self, v: f64) -> f64 {
         match self.scale {
-            Scale::Linear => (v - self.min) / (self.max - self.min),
+            Scale::Linear | Scale::Span => (v - self.min) / (self.max - self.min),
             Scale::Log => {
                 (v.max(self.min * 1e-3).log10() - self.min.log10())
                     / (self.max.log10() - self.min.log10())
@@ -121,6 +128,14 @@ mod tests {
         assert_eq!((a.min, a.max), (0.0, 100.0));
         assert_eq!(a.ticks, vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
         assert_eq!(a.frac(50.0), 0.5);
+    }
+
+    #[test]
+    fn a_span_axis_covers_the_data_only() {
+        let a = Axis::fit([108.0, 153.0, 198.0, 243.0], Scale::Span);
+        assert_eq!((a.min, a.max), (100.0, 250.0));
+        let one = Axis::fit([150.0], Scale::Span);
+        assert!(one.min < 150.0 && one.max > 150.0 && one.min > 100.0, "{one:?}");
     }
 
     #[test]

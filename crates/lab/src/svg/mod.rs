@@ -9,8 +9,13 @@
 //! - a point or bar with a spread over rounds carries a min–max whisker;
 //! - the legend column is as wide as its longest name and the canvas as tall as the legend, so
 //!   no legend entry is ever cut off;
-//! - a bar chart whose categories differ by more than 10× on a linear axis is drawn as one
-//!   panel per category, each with its own axis, so small bars stay visible.
+//! - a bar chart whose bars differ by more than 10× on a linear axis is drawn as one panel per
+//!   category, each with its own axis, so small bars stay visible (when the categories' tops
+//!   differ by more than 2×; line charts of such data take a log axis); a bar that has no
+//!   measurement is marked "n/a", not left out silently;
+//! - a dense line (a CDF, a time series) carries a marker every few points only, so the
+//!   markers that tell series apart in print do not smear into a thick band;
+//! - bars have a filled swatch in the legend, lines their line and marker.
 
 pub mod axis;
 #[cfg(test)]
@@ -39,8 +44,16 @@ const LEGEND_ROW: f64 = 18.0;
 const CHAR_W: f64 = 7.4;
 /// Gap between bar panels (holds the next panel's tick labels).
 const PANEL_GAP: f64 = 64.0;
-/// A bar chart's categories are split into panels above this ratio of their largest values.
+/// A bar chart's categories are split into panels above this ratio of its largest and
+/// smallest bars…
 const PANEL_RATIO: f64 = 10.0;
+/// … when the categories' largest bars differ by more than this (else one axis shows them
+/// as well).
+const PANEL_TOPS_RATIO: f64 = 2.0;
+/// A line with more points than this gets markers along it, not at every point.
+const DENSE_POINTS: usize = 20;
+/// Distance between the markers of a dense line, pixels along the line.
+const MARKER_GAP: f64 = 60.0;
 
 /// An (x, y) point.
 type Point = (f64, f64);
@@ -92,6 +105,9 @@ pub struct Chart {
     pub x_scale: Scale,
     pub y_scale: Scale,
     pub plot: Plot,
+    /// A short note under the legend, e.g. what the whiskers are or that a single round has
+    /// none (empty: no note).
+    pub note: String,
 }
 
 /// A plotting rectangle in pixels.
@@ -128,10 +144,28 @@ impl Chart {
         LEFT + PLOT_W + LEGEND_MIN.max(16.0 + 24.0 + longest + 16.0)
     }
 
-    /// Canvas height: the plot, or the legend if it is taller.
+    /// Canvas height: the plot, or the legend (and its note) if it is taller.
     fn height(&self) -> f64 {
-        let legend = TOP + 24.0 + LEGEND_ROW * self.series_names().len() as f64 + 12.0;
+        let rows = self.series_names().len() + self.note_lines().len();
+        let legend = TOP + 24.0 + LEGEND_ROW * rows as f64 + 12.0;
         (TOP + PLOT_H + BOTTOM).max(legend)
+    }
+
+    /// The note, wrapped to the legend column's width (at 11 px).
+    fn note_lines(&self) -> Vec<String> {
+        let room = self.width() - (LEFT + PLOT_W + 16.0) - 8.0;
+        let per_line = ((room / (CHAR_W * 11.0 / 12.0)).floor() as usize).max(10);
+        let mut lines: Vec<String> = Vec::new();
+        for word in self.note.split_whitespace() {
+            match lines.last_mut() {
+                Some(line) if line.chars().count() + 1 + word.chars().count() <= per_line => {
+                    line.push(' ');
+                    line.push_str(word);
+                }
+                _ => lines.push(word.to_string()),
+            }
+        }
+        lines
     }
 
     /// The SVG document.
@@ -151,13 +185,17 @@ impl Chart {
             width / 2.0,
             esc(&self.title)
         );
-        let _ = write!(
-            svg,
-            r##"<text class="subtitle" x="{}" y="46" text-anchor="middle" font-size="{:.1}" fill="#444">{}</text>"##,
-            width / 2.0,
-            subtitle_font_size(&self.subtitle, width),
-            esc(&self.subtitle)
-        );
+        let (lines, size) = subtitle_layout(&self.subtitle, width);
+        let first_y = if lines.len() > 1 { 42.0 } else { 46.0 };
+        for (i, line) in lines.iter().enumerate() {
+            let _ = write!(
+                svg,
+                r##"<text class="subtitle" x="{}" y="{:.1}" text-anchor="middle" font-size="{size:.1}" fill="#444">{}</text>"##,
+                width / 2.0,
+                first_y + 13.0 * i as f64,
+                esc(line)
+            );
+        }
         match &self.plot {
             Plot::Lines(series) => self.render_lines(&mut svg, frame, series, &styles),
             Plot::Bars { categories, series } => {
@@ -203,13 +241,23 @@ impl Chart {
                 r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,
                 path.join(" ")
             );
+            // A dense line: markers about MARKER_GAP px apart along it, staggered from series
+            // to series so they do not pile up where lines meet.
+            let dense = pts.len() > DENSE_POINTS;
+            let mut walked = MARKER_GAP - 11.0 * si as f64 % MARKER_GAP;
+            let mut last: Option<Point> = None;
             for &((a, b), spread) in &pts {
-                let cx = f.px(&x, a);
+                let (cx, cy) = (f.px(&x, a), f.py(&y, b));
                 if let Some((lo, hi)) = spread {
                     // Side by side, so whiskers of series at the same x stay apart.
                     whisker(svg, cx + dodge(si), f.py(&y, lo), f.py(&y, hi), color);
                 }
-                svg.push_str(&style::marker_svg(st.marker, cx, f.py(&y, b), color));
+                walked += last.map_or(0.0, |(px, py)| (cx - px).hypot(cy - py));
+                last = Some((cx, cy));
+                if !dense || walked >= MARKER_GAP {
+                    walked = 0.0;
+                    svg.push_str(&style::marker_svg(st.marker, cx, cy, color));
+                }
             }
             svg.push_str("</g>");
         }
@@ -223,19 +271,21 @@ impl Chart {
         series: &[Bars],
         styles: &[Style],
     ) {
-        let top_of = |ci: usize| {
-            series
-                .iter()
-                .flat_map(|b| {
-                    let spread = b.spread.get(ci).map(|s| s.1);
-                    [b.values.get(ci).copied(), spread].into_iter().flatten()
-                })
-                .filter(|v| v.is_finite() && *v > 0.0)
-                .fold(0.0f64, f64::max)
-        };
-        let tops: Vec<f64> = (0..categories.len()).map(top_of).filter(|t| *t > 0.0).collect();
-        let (lo, hi) = tops.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &t| (a.min(t), b.max(t)));
-        let panels = self.y_scale == Scale::Linear && categories.len() > 1 && hi > PANEL_RATIO * lo;
+        let bars = series.iter().flat_map(|b| b.values.iter().copied());
+        let (lo, hi) = bars
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
+        // Panels help when the small bars sit in another category than the large ones.
+        let tops: Vec<f64> = (0..categories.len())
+            .map(|ci| series.iter().filter_map(|b| b.values.get(ci).copied()).fold(0.0, f64::max))
+            .filter(|t| *t > 0.0)
+            .collect();
+        let (top_lo, top_hi) =
+            tops.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &t| (a.min(t), b.max(t)));
+        let panels = self.y_scale != Scale::Log
+            && categories.len() > 1
+            && hi > PANEL_RATIO * lo
+            && top_hi > PANEL_TOPS_RATIO * top_lo;
         let groups: Vec<Vec<usize>> = if panels {
             (0..categories.len()).map(|c| vec![c]).collect()
         } else {
@@ -277,10 +327,21 @@ impl Chart {
                 );
                 for (k, &ci) in cats.iter().enumerate() {
                     let Some(&v) = b.values.get(ci) else { continue };
+                    let bx = x0 + group_w * k as f64 + group_w * 0.1 + bar_w * si as f64;
+                    if v.is_nan() {
+                        // No measurement (the cell failed): say so where its bar would stand.
+                        let _ = write!(
+                            svg,
+                            r##"<text class="missing" x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10" fill="{color}">n/a<title>{}: no measurement</title></text>"##,
+                            bx + bar_w * 0.46,
+                            base - 4.0,
+                            esc(&b.name)
+                        );
+                        continue;
+                    }
                     if !usable(v, self.y_scale) {
                         continue;
                     }
-                    let bx = x0 + group_w * k as f64 + group_w * 0.1 + bar_w * si as f64;
                     let top = frame.py(&y, v);
                     let spread = b.spread.get(ci).copied();
                     let range = spread.map_or(String::new(), |(a, z)| {
@@ -366,16 +427,35 @@ impl Chart {
             let ly = TOP + 24.0 + LEGEND_ROW * i as f64;
             let color = &st.color;
             let dash = if st.dashed { r#" stroke-dasharray="4 2""# } else { "" };
+            let symbol = match self.plot {
+                Plot::Bars { .. } => format!(
+                    r#"<rect x="{:.1}" y="{:.1}" width="14" height="10" fill="{color}"/>"#,
+                    lx + 2.0,
+                    ly - 9.0
+                ),
+                Plot::Lines(_) => format!(
+                    r#"<line x1="{lx}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="2"{dash}/>{}"#,
+                    ly - 4.0,
+                    lx + 18.0,
+                    ly - 4.0,
+                    style::marker_svg(st.marker, lx + 9.0, ly - 4.0, color)
+                ),
+            };
             let _ = write!(
                 svg,
-                r#"<g class="legend-entry" data-series="{}" data-color="{color}"><line x1="{lx}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="2"{dash}/>{}<text x="{:.1}" y="{ly:.1}">{}</text></g>"#,
+                r#"<g class="legend-entry" data-series="{}" data-color="{color}">{symbol}<text x="{:.1}" y="{ly:.1}">{}</text></g>"#,
                 esc(name),
-                ly - 4.0,
-                lx + 18.0,
-                ly - 4.0,
-                style::marker_svg(st.marker, lx + 9.0, ly - 4.0, color),
                 lx + 24.0,
                 esc(name)
+            );
+        }
+        let first = TOP + 24.0 + LEGEND_ROW * (self.series_names().len() as f64 + 0.4);
+        for (i, line) in self.note_lines().iter().enumerate() {
+            let _ = write!(
+                svg,
+                r##"<text class="note" x="{lx}" y="{:.1}" font-size="11" fill="#444">{}</text>"##,
+                first + LEGEND_ROW * i as f64,
+                esc(line)
             );
         }
         svg.push_str("</g>");
@@ -404,7 +484,7 @@ pub fn text_width(text: &str) -> f64 {
 }
 
 fn usable(v: f64, scale: Scale) -> bool {
-    v.is_finite() && (scale == Scale::Linear || v > 0.0)
+    v.is_finite() && (scale != Scale::Log || v > 0.0)
 }
 
 /// XML text escaping.
@@ -412,12 +492,31 @@ pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// The subtitle's font size: 12 px, smaller for a long workload description so that it fits
-/// the chart's width (about 0.54 em per character), but never below 7 px.
-fn subtitle_font_size(text: &str, width: f64) -> f64 {
+/// Estimated advance of a character, in ems (DejaVu Sans averages a little less).
+const EM_PER_CHAR: f64 = 0.54;
+/// The smallest subtitle font on one line; below it the subtitle takes two lines.
+const SUBTITLE_MIN_ONE_LINE: f64 = 9.5;
+
+/// The subtitle's lines and font size: one line at 12 px, smaller for a long workload
+/// description down to 9.5 px; longer ones on two lines split at the word nearest the middle,
+/// at most 11 px and as large as fits (never below 7 px).
+fn subtitle_layout(text: &str, width: f64) -> (Vec<String>, f64) {
     let room = width - 20.0;
-    let wanted = text.chars().count() as f64 * 0.54;
-    if wanted * 12.0 <= room { 12.0 } else { (room / wanted).max(7.0) }
+    let fits = |line: &str| room / (line.chars().count() as f64 * EM_PER_CHAR).max(1.0);
+    let one = fits(text);
+    if one >= SUBTITLE_MIN_ONE_LINE {
+        return (vec![text.to_string()], one.min(12.0));
+    }
+    // Split after the "; " nearest the middle (one part of the description per line), or
+    // failing one near it at the space nearest the middle.
+    let middle = text.chars().count() / 2;
+    let off = |at: &usize| text[..*at].chars().count().abs_diff(middle);
+    let nearest = |sep: &str| text.match_indices(sep).map(|(at, _)| at).min_by_key(off);
+    let split = nearest("; ").filter(|at| off(at) <= middle / 2).or_else(|| nearest(" "));
+    let Some(at) = split else { return (vec![text.to_string()], one.max(7.0)) };
+    let (a, b) = (text[..at].trim_end(), text[at..].trim_start_matches([';', ' ']));
+    let a = if text[at..].starts_with(';') { &text[..=at] } else { a };
+    (vec![a.to_string(), b.to_string()], fits(a).min(fits(b)).clamp(7.0, 11.0))
 }
 
 #[cfg(test)]
@@ -439,6 +538,7 @@ mod tests {
             x_scale: Scale::Linear,
             y_scale: Scale::Log,
             plot,
+            note: String::new(),
         }
     }
 
@@ -447,13 +547,19 @@ mod tests {
     }
 
     #[test]
-    fn a_long_subtitle_gets_a_smaller_font_and_a_short_one_does_not() {
+    fn a_long_subtitle_gets_a_smaller_font_then_two_lines() {
         let mut c = chart(Plot::Lines(vec![Series::new("a", vec![(0.0, 1.0)])]));
         assert!(c.render().contains(r##"font-size="12.0" fill="#444">workload<"##));
-        c.subtitle = "x".repeat(200);
+        c.subtitle = "word ".repeat(30).trim_end().to_string();
+        assert!(c.render().contains(r##"font-size="10.6" fill="#444">word word"##));
+        c.subtitle = "word ".repeat(60).trim_end().to_string();
         let svg = c.render();
-        assert!(svg.contains(r##"font-size="7.9" fill="#444">xxx"##), "{svg}");
-        assert_eq!(subtitle_font_size(&"x".repeat(1000), 870.0), 7.0, "never below 7 px");
+        assert_eq!(svg.matches(r#"class="subtitle""#).count(), 2, "{svg}");
+        let (lines, size) = subtitle_layout(&c.subtitle, c.width());
+        assert_eq!((lines[0].len(), lines[1].len()), (149, 149));
+        assert!((size - 10.56).abs() < 0.01, "{size}");
+        let (lines, size) = subtitle_layout(&"x".repeat(1000), 870.0);
+        assert_eq!((lines.len(), size), (1, 7.0), "one word: one line, never below 7 px");
     }
 
     #[test]
@@ -521,5 +627,56 @@ mod tests {
             series: vec![bars("amped", &[900.0, 400.0])],
         };
         assert_eq!(c.render().matches(r#"fill="none" stroke="black""#).count(), 1);
+        // Category tops 5× apart, but one bar 70× below the largest: panels too.
+        c.plot = Plot::Bars {
+            categories: vec!["0.5".into(), "3.3".into()],
+            series: vec![bars("amped", &[4200.0, 780.0]), bars("apache", &[500.0, 60.0])],
+        };
+        assert_eq!(c.render().matches(r#"fill="none" stroke="black""#).count(), 2);
+        // A small bar beside tops alike: one axis would look the same twice.
+        c.plot = Plot::Bars {
+            categories: vec!["1.5".into(), "3.3".into()],
+            series: vec![bars("amped", &[3800.0, 3000.0]), bars("uring", &[f64::NAN, 60.0])],
+        };
+        let svg = c.render();
+        assert_eq!(svg.matches(r#"fill="none" stroke="black""#).count(), 1);
+        assert!(svg.contains(">n/a<title>uring: no measurement</title>"), "{svg}");
+        check_figure(&svg).unwrap();
+    }
+
+    #[test]
+    fn a_note_sits_under_the_legend_wrapped_inside_the_canvas() {
+        let mut c = chart(Plot::Lines(vec![Series::new("amped", vec![(1.0, 1.0)])]));
+        c.note = "One round per point: no spread measured, so no whiskers are drawn here.".into();
+        let svg = c.render();
+        let lines: Vec<&str> = svg.split(r#"class="note""#).skip(1).collect();
+        assert!(lines.len() >= 2, "wrapped: {svg}");
+        for l in lines {
+            let text = l.split('>').nth(1).unwrap().split('<').next().unwrap();
+            assert!(LEFT + PLOT_W + 16.0 + text_width(text) * 11.0 / 12.0 <= c.width(), "{text}");
+        }
+        check_figure(&svg).unwrap();
+    }
+
+    #[test]
+    fn dense_lines_carry_a_few_markers_and_bars_a_swatch() {
+        // 60 points on a straight line across the plot (its diagonal: ~710 px).
+        let dense: Vec<(f64, f64)> = (0..60).map(|i| (f64::from(i), f64::from(i))).collect();
+        let mut c = chart(Plot::Lines(vec![Series::new("amped", dense)]));
+        c.y_scale = Scale::Linear;
+        let svg = c.render();
+        let series = svg.split(r#"class="series""#).nth(1).unwrap().split("</g>").next().unwrap();
+        let markers = series.matches("<circle").count();
+        assert!((9..=14).contains(&markers), "{markers} markers: {series}");
+        let sparse = chart(Plot::Lines(vec![Series::new("amped", vec![(1.0, 1.0), (2.0, 2.0)])]));
+        assert_eq!(sparse.render().matches("<circle").count(), 2 + 1, "two points and the legend");
+        let svg =
+            chart(Plot::Bars { categories: vec!["a".into()], series: vec![bars("amped", &[1.0])] })
+                .render();
+        let legend = svg.split(r#"class="legend-entry""#).nth(1).unwrap();
+        assert!(
+            legend.starts_with(r#" data-series="amped""#) && !legend.contains("<circle"),
+            "{legend}"
+        );
     }
 }

@@ -4,7 +4,8 @@
 //! marker chosen from the name's hash, so they too are stable from figure to figure.
 //!
 //! A series may qualify its server (`"mt p99"`): the server part picks the colour; a tail
-//! statistic (anything but `median`/`p50`) is drawn darker and dashed. Within one figure no two
+//! statistic (`p90`, `p99`, `mean`, `max`, …; not `median`/`p50`) is drawn darker and dashed,
+//! other qualifiers (`"64 MiB (0.5×)"`) are not. Within one figure no two
 //! series share a colour: [`assign`] gives a later series that collides the next free colour of
 //! the spare palette, in legend order, so a figure with the same series always looks the same.
 
@@ -87,7 +88,7 @@ pub fn of(name: &str) -> Style {
             (SPARE[(h % SPARE.len() as u64) as usize].to_string(), MARKERS[(h / 7 % 6) as usize])
         }
     };
-    let tail = !stat.is_empty() && !MAIN_STATS.contains(&stat);
+    let tail = is_statistic(stat) && !MAIN_STATS.contains(&stat);
     Style { color: if tail { darker(&color) } else { color }, marker, dashed: tail }
 }
 
@@ -106,6 +107,12 @@ pub fn assign(names: &[String]) -> Vec<Style> {
         styles.push(style);
     }
     styles
+}
+
+/// Whether a qualifier names a statistic: `mean`, `max`, `median`, or `p` and a number.
+fn is_statistic(q: &str) -> bool {
+    matches!(q, "mean" | "max" | "median")
+        || q.strip_prefix('p').is_some_and(|n| !n.is_empty() && n.parse::<f64>().is_ok())
 }
 
 /// `#rrggbb` at 60 % brightness.
@@ -169,6 +176,8 @@ mod tests {
         assert_eq!(median.color, of("mt").color);
         assert!(tail.dashed && !median.dashed);
         assert_eq!(tail.color, "#1a601a");
+        assert!(of("mt p99.9").dashed && of("mt mean").dashed);
+        assert!(!of("staged 64 MiB (0.5×)").dashed, "a qualifier that is no statistic");
     }
 
     #[test]

@@ -140,6 +140,53 @@ impl Run {
     }
 }
 
+impl Run {
+    /// The top-level files of the output folder, by name, with their bytes.
+    pub fn files(&self) -> std::collections::BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(&self.out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
+            .map(|p| {
+                (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap())
+            })
+            .collect()
+    }
+
+    /// Deletes every figure (SVG and PNG) and summary.md, runs `amplab report` on the folder,
+    /// and checks that it wrote back exactly the files the experiment had written, byte for
+    /// byte, and touched nothing else.
+    pub fn assert_report_rebuilds(&self) {
+        let before = self.files();
+        let derived =
+            |name: &str| name.ends_with(".svg") || name.ends_with(".png") || name == "summary.md";
+        assert!(before.keys().any(|n| n.ends_with(".svg")), "no figure to rebuild");
+        for name in before.keys().filter(|n| derived(n)) {
+            std::fs::remove_file(self.out.join(name)).unwrap();
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_amplab"))
+            .arg("report")
+            .arg(&self.out)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "amplab report: {}", String::from_utf8_lossy(&out.stderr));
+        let after = self.files();
+        assert_eq!(
+            before.keys().collect::<Vec<_>>(),
+            after.keys().collect::<Vec<_>>(),
+            "amplab report wrote other files"
+        );
+        for (name, bytes) in &before {
+            if bytes != &after[name] {
+                let (a, b) =
+                    (String::from_utf8_lossy(bytes), String::from_utf8_lossy(&after[name]));
+                let line = a.lines().zip(b.lines()).find(|(x, y)| x != y);
+                panic!("{name} differs after amplab report; first differing line: {line:?}");
+            }
+        }
+    }
+}
+
 /// Splits one CSV line with RFC 4180 quotes.
 fn split_csv(line: &str) -> Vec<String> {
     let mut cells = Vec::new();

@@ -8,7 +8,7 @@
 //! timeouts and failure accounting.
 //!
 //! Accounting invariant: every request handed to a connection ends exactly once, as a
-//! response ([`Stats::record_response`]), as an error of one kind ([`Stats::record_error`]),
+//! response ([`Stats::record_response`]), as an error of one kind ([`Stats::record_errors`]),
 //! or — only when the server announced `Connection: close` with requests still queued behind
 //! the closing response — re-issued (open loop: same due time) or returned to the budget
 //! (closed loop). Interrupting the run (Ctrl-C) abandons what is in flight.
@@ -153,8 +153,8 @@ impl<'a> Worker<'a> {
             self.await_pool();
         }
         let origin = self.ticket.take().map_or_else(Instant::now, Ticket::cross);
-        if let Some(length) = self.config.interval {
-            self.stats.start_windows(origin, length);
+        if let Some(interval) = self.config.interval {
+            self.stats.start_windows(origin, interval);
         }
         match &mut self.open {
             // The schedule itself ends at the duration: every request due before it is sent.
@@ -206,13 +206,10 @@ impl<'a> Worker<'a> {
             for key in keys {
                 self.fail(key, ErrorKind::Timeout, "still unanswered when the run ended".into());
             }
-            let left = self.backlog.len() as u64;
-            self.backlog.clear();
-            if left > 0 {
-                self.stats.record_error(ErrorKind::Timeout, left, || {
-                    "never sent before the run ended".into()
-                });
-            }
+            let left = self.backlog.drain(..).map(|r| r.start);
+            self.stats.record_errors(ErrorKind::Timeout, left, now, || {
+                "never sent before the run ended".into()
+            });
         }
     }
 
@@ -382,13 +379,14 @@ impl<'a> Worker<'a> {
         }
         let lost = conn.in_flight.len();
         self.outstanding -= lost;
-        let count = match kind {
-            ErrorKind::Connect | ErrorKind::BadResponse => lost.max(1),
-            ErrorKind::Timeout | ErrorKind::Reset => lost,
+        let now = Instant::now();
+        // A connect or response that failed with no request waiting still counts once.
+        let none_waiting = match kind {
+            ErrorKind::Connect | ErrorKind::BadResponse => lost == 0,
+            ErrorKind::Timeout | ErrorKind::Reset => false,
         };
-        if count > 0 {
-            self.stats.record_error(kind, count as u64, || detail);
-        }
+        let starts = conn.in_flight.iter().map(|r| r.start).chain(none_waiting.then_some(now));
+        self.stats.record_errors(kind, starts, now, || detail);
         if let (None, Quota::Limited(unused)) = (&self.open, conn.quota) {
             self.budget.give_back(u64::from(unused));
         }
@@ -409,12 +407,10 @@ impl<'a> Worker<'a> {
     /// The very first connects failed: the server is not there, so stop rather than spin.
     fn give_up_unreachable(&mut self) {
         self.stats.unreachable = true;
-        let unsent = self.backlog.len() as u64;
-        self.backlog.clear();
-        if unsent > 0 {
-            self.stats.record_error(ErrorKind::Connect, unsent, || "server unreachable".into());
-        }
-        self.stop(Instant::now());
+        let now = Instant::now();
+        let unsent = self.backlog.drain(..).map(|r| r.start);
+        self.stats.record_errors(ErrorKind::Connect, unsent, now, || "server unreachable".into());
+        self.stop(now);
     }
 
     /// Starts a connection carrying `quota` requests. On failure the caller accounts for it
@@ -437,7 +433,9 @@ impl<'a> Worker<'a> {
 
     /// Counts `requests` (at least one) lost to a connection that could not even be started.
     fn connect_failed(&mut self, detail: String, requests: u64) {
-        self.stats.record_error(ErrorKind::Connect, requests.max(1), || detail);
+        let now = Instant::now();
+        let lost = std::iter::repeat_n(now, requests.max(1) as usize);
+        self.stats.record_errors(ErrorKind::Connect, lost, now, || detail);
         self.connect_failed_after_record();
     }
 
@@ -471,16 +469,11 @@ impl<'a> Worker<'a> {
             }
         }
         self.doomed = doomed;
-        let mut waited = 0;
-        while self.backlog.front().is_some_and(|r| expired(r.start)) {
-            self.backlog.pop_front();
-            waited += 1;
-        }
-        if waited > 0 {
-            self.stats.record_error(ErrorKind::Timeout, waited, || {
-                format!("waited {secs}s for a free connection")
-            });
-        }
+        let waited = self.backlog.iter().take_while(|r| expired(r.start)).count();
+        let starts = self.backlog.drain(..waited).map(|r| r.start);
+        self.stats.record_errors(ErrorKind::Timeout, starts, now, || {
+            format!("waited {secs}s for a free connection")
+        });
     }
 
     /// Publishes counts for the progress line.

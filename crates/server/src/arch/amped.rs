@@ -13,17 +13,19 @@
 //! way in turn, so a large transfer is not re-queued behind every newer request for each of
 //! its chunks, nor can long transfers hold every helper from new requests.
 
+use super::disk_concurrency::DiskConcurrency;
 use super::event_loop::{EventLoop, JobRunner};
 use super::job_results::JobResults;
 use super::read_lane::ReadLane;
 use crate::pipeline::{Job, JobDone, Pipeline};
+use crate::tls::TlsContext;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 
-/// The helper threads serving one event loop: `n` metadata helpers and `n` read helpers.
+/// The helper threads serving one event loop: metadata helpers and read helpers.
 pub struct HelperPool {
     metadata: Option<Sender<(u64, Job)>>,
     data: Arc<ReadLane>,
@@ -32,29 +34,37 @@ pub struct HelperPool {
 }
 
 impl HelperPool {
-    /// Starts `n` helpers per lane running jobs of `pipeline`.
+    /// Starts `n` metadata helpers and the read helpers running jobs of `pipeline`: as many
+    /// as the read lane's disk-concurrency bound may reach (`n` when it is fixed at `n`).
     pub fn start(pipeline: Arc<Pipeline>, n: usize) -> std::io::Result<Self> {
         let (results, reporter) = JobResults::new()?;
-        let mut threads = Vec::with_capacity(2 * n);
         let (meta_tx, meta_rx) = unbounded::<(u64, Job)>();
-        let data = Arc::new(ReadLane::new(pipeline.cfg.transfer_order));
-        for (name, take) in
-            [("meta-helper", Lane::Fifo(meta_rx)), ("read-helper", Lane::Oldest(data.clone()))]
-                .into_iter()
-                .flat_map(|(name, lane)| (0..n).map(move |i| (format!("{name}-{i}"), lane.clone())))
-        {
-            let (reporter, pipeline) = (reporter.clone(), pipeline.clone());
-            let t = std::thread::Builder::new().name(name).spawn(move || {
-                crate::debox::set_role(crate::debox::Role::Helper);
-                while let Some((token, job)) = take.next() {
-                    crate::metrics::helper_queue(-1);
-                    if !reporter.run(&pipeline, token, job) {
-                        break;
-                    }
-                    reporter.wake();
-                }
-            })?;
-            threads.push(t);
+        let bound = DiskConcurrency::configured(&pipeline.cfg);
+        let data = Arc::new(ReadLane::new(pipeline.cfg.transfer_order, bound));
+        let readers = data.max_helpers();
+        let mut threads = Vec::with_capacity(n + readers);
+        for (name, take, count) in [
+            ("meta-helper", Lane::Fifo(meta_rx), n),
+            ("read-helper", Lane::Oldest(data.clone()), readers),
+        ] {
+            for i in 0..count {
+                let (reporter, pipeline, take) = (reporter.clone(), pipeline.clone(), take.clone());
+                let t =
+                    std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
+                        crate::debox::set_role(crate::debox::Role::Helper);
+                        while let Some((token, job)) = take.next() {
+                            crate::metrics::helper_queue(-1);
+                            let bytes = job.disk_bytes();
+                            let ran = reporter.run(&pipeline, token, job);
+                            take.finished(bytes);
+                            if !ran {
+                                break;
+                            }
+                            reporter.wake();
+                        }
+                    })?;
+                threads.push(t);
+            }
         }
         Ok(HelperPool { metadata: Some(meta_tx), data, results, threads })
     }
@@ -75,6 +85,13 @@ impl Lane {
         match self {
             Lane::Fifo(rx) => rx.recv().ok(),
             Lane::Oldest(lane) => lane.pop(),
+        }
+    }
+
+    /// The job taken last has run, having moved `bytes` from the disk.
+    fn finished(&self, bytes: u64) {
+        if let Lane::Oldest(lane) = self {
+            lane.finished(bytes);
         }
     }
 }
@@ -108,13 +125,14 @@ impl Drop for HelperPool {
     }
 }
 
-/// Serves `listener` with an AMPED loop and `pipeline.cfg.helpers` helpers per lane until
+/// Serves `listener` (over TLS with `tls`) with an AMPED loop and `pipeline.cfg.helpers` helpers per lane until
 /// shutdown.
 pub fn run(
     pipeline: Arc<Pipeline>,
     listener: TcpListener,
+    tls: Option<Arc<TlsContext>>,
     shutdown: &AtomicBool,
 ) -> std::io::Result<()> {
     let helpers = HelperPool::start(pipeline.clone(), pipeline.cfg.helpers)?;
-    EventLoop::new(pipeline, helpers, listener)?.run(shutdown)
+    EventLoop::new(pipeline, helpers, listener)?.speaking(tls).run(shutdown)
 }

@@ -176,6 +176,55 @@ pub fn set_accept_tick(listener: &TcpListener) -> io::Result<()> {
     socket2::SockRef::from(listener).set_read_timeout(Some(TICK))
 }
 
+/// Several listeners one thread or process accepts from (an `mp` worker with several
+/// `--listen` addresses): it waits for the first with a connection waiting and accepts there
+/// without blocking. The listeners must be non-blocking.
+pub struct AnyListener<'a> {
+    listeners: &'a [TcpListener],
+    poller: amped_sys::epoll::Poller,
+}
+
+impl<'a> AnyListener<'a> {
+    /// Watches `listeners` (`EPOLLEXCLUSIVE`: processes watching the same sockets are not all
+    /// woken for one connection).
+    pub fn new(listeners: &'a [TcpListener]) -> io::Result<Self> {
+        let poller = amped_sys::epoll::Poller::new(listeners.len())?;
+        for (i, l) in listeners.iter().enumerate() {
+            poller.add_exclusive(l, i as u64)?;
+        }
+        Ok(AnyListener { listeners, poller })
+    }
+
+    /// As [`next_connection`], from whichever listener has a connection first.
+    pub fn next_connection(&mut self, gate: &Arc<Gate>, stop: &Stop) -> Option<Connection> {
+        let mut ready = Vec::with_capacity(self.listeners.len());
+        loop {
+            if !gate.wait_for_slot(stop) {
+                return None;
+            }
+            ready.clear();
+            match self.poller.wait(Some(TICK)) {
+                Ok(events) => ready.extend(events.map(|r| r.token as usize)),
+                Err(_) => std::thread::sleep(TICK),
+            }
+            for &i in &ready {
+                match amped_sys::listen::accept_nonblocking(&self.listeners[i]) {
+                    Ok((sock, peer)) if !stop.draining() => return Some(gate.admit(sock, peer)),
+                    Ok(_) => return None,
+                    Err(e) if is_fd_exhaustion(&e) => {
+                        crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                        bump(gate.stats.accept_pauses());
+                        std::thread::sleep(ACCEPT_BACKOFF);
+                    }
+                    // EINVAL: shut down by mp's parent at shutdown: nothing more comes.
+                    Err(e) if e.kind() == ErrorKind::InvalidInput => return None,
+                    Err(_) => {} // WouldBlock (another worker took it), ECONNABORTED …
+                }
+            }
+        }
+    }
+}
+
 /// The next connection for a thread or process architecture: waits for a slot under
 /// `--max-connections`, accepts (backing off when descriptors run out), and returns `None`
 /// once shutdown has begun — a connection accepted after that is closed unanswered.

@@ -5,6 +5,11 @@
 //! [`Job`] — a step that may block on the disk — is the one thing SPED and AMPED do
 //! differently, so that is delegated to a [`JobRunner`].
 //!
+//! Bytes cross the wire through each connection's [`Transport`]: plain TCP, or TLS when the
+//! listener serves HTTPS (the loop only asks it to read, lends it to [`Outgoing`] to write,
+//! and watches writability while it holds queued bytes). A TLS handshake is read like a
+//! request head, under the header timeout.
+//!
 //! Timeouts: every connection carries one deadline, set on phase changes (header, idle,
 //! send) and swept every 250 ms. Accepting pauses while the connection cap is reached or the
 //! process is out of descriptors (re-armed after 100 ms), never spinning on a ready listener.
@@ -12,7 +17,9 @@
 use super::lifecycle::{ACCEPT_BACKOFF, Lifecycle, Phase, TICK};
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
+use crate::tls::TlsContext;
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
+use crate::transport::Transport;
 use amped_sys::epoll::{Interest, Poller, Ready};
 use amped_sys::listen::{accept_nonblocking, is_fd_exhaustion};
 use slab::Slab;
@@ -57,7 +64,7 @@ pub trait JobRunner {
 }
 
 struct Conn {
-    sock: TcpStream,
+    io: Transport,
     state: ConnState,
     out: Option<Outgoing>,
     generation: u32,
@@ -80,6 +87,8 @@ pub struct EventLoop<R: JobRunner> {
     listening: bool,
     draining: bool,
     opts: SendOptions,
+    /// The listener serves HTTPS with this context.
+    tls: Option<Arc<TlsContext>>,
     scratch: Vec<u8>,
     done: Vec<(u64, JobDone)>,
 }
@@ -111,9 +120,16 @@ impl<R: JobRunner> EventLoop<R> {
             listening: true,
             draining: false,
             opts,
+            tls: None,
             scratch: vec![0u8; 16 << 10],
             done: Vec::new(),
         })
+    }
+
+    /// Serves HTTPS with `tls` (plain HTTP with `None`).
+    pub fn speaking(mut self, tls: Option<Arc<TlsContext>>) -> Self {
+        self.tls = tls;
+        self
     }
 
     /// Runs until `shutdown` is set and the connections in flight have finished (or the
@@ -139,6 +155,9 @@ impl<R: JobRunner> EventLoop<R> {
             }
             let now = Instant::now();
             if life.sweep_due(now) {
+                // Results are also collected on the sweep, so a wake-up that went missing
+                // would cost at most one tick, never a hang.
+                self.finish_jobs();
                 self.sweep(now);
                 let yielded = self.pipeline.caches.pages.release_due(now);
                 self.pipeline.stats.page_yields().fetch_add(yielded, Ordering::Relaxed);
@@ -170,10 +189,11 @@ impl<R: JobRunner> EventLoop<R> {
     /// Takes a new connection and serves it at once: on loopback and busy links the request
     /// has usually arrived with the handshake, so it is read without waiting for epoll.
     fn register(&mut self, sock: TcpStream, peer: std::net::SocketAddr) {
+        let Ok(io) = Transport::accept(sock, self.tls.as_deref()) else { return };
         self.next_gen = self.next_gen.wrapping_add(1);
         let deadline = Instant::now() + self.pipeline.cfg.header_timeout();
         let key = self.conns.insert(Conn {
-            sock,
+            io,
             state: ConnState::new(peer),
             out: None,
             generation: self.next_gen,
@@ -256,7 +276,8 @@ impl<R: JobRunner> EventLoop<R> {
                 }
                 let conn = &mut self.conns[key];
                 let out = conn.out.as_mut().unwrap();
-                match out.send(&conn.sock, self.opts, &pipeline) {
+                let opts = conn.io.send_options(self.opts);
+                match out.send_on(conn.io.wire(), opts, &pipeline) {
                     SendOutcome::Done => {
                         let out = conn.out.take().unwrap();
                         pipeline.complete(&out.resp, out.body_sent());
@@ -264,10 +285,12 @@ impl<R: JobRunner> EventLoop<R> {
                             return self.close(key);
                         }
                         conn.phase = Phase::Served;
-                        if conn.state.inbuf.is_empty() {
+                        if conn.state.inbuf.is_empty() && !conn.io.holds_input() {
                             // The client is only now receiving this response, so its next
                             // request cannot be here yet: wait for epoll instead of a read that
-                            // would fail (one syscall less per keep-alive request).
+                            // would fail (one syscall less per keep-alive request). (Unless
+                            // TLS decrypted more than the last read took: no event would
+                            // announce those bytes.)
                             let phase =
                                 if conn.state.is_idle() { Phase::Idle } else { Phase::Head };
                             return self.wait_for(key, Interest::Read, phase);
@@ -328,7 +351,7 @@ impl<R: JobRunner> EventLoop<R> {
         let conn = &mut self.conns[key];
         let want =
             conn.state.read_hint(self.pipeline.cfg.limits.max_head_bytes).min(self.scratch.len());
-        match amped_sys::transmit::recv(&conn.sock, &mut self.scratch[..want]) {
+        match conn.io.recv(&mut self.scratch[..want]) {
             Ok(0) => {
                 self.close(key);
                 false
@@ -357,11 +380,12 @@ impl<R: JobRunner> EventLoop<R> {
             conn.deadline = phase.deadline(cfg, Instant::now());
             conn.phase = phase;
         }
+        let interest = conn.io.interest(interest);
         if conn.interest != Some(interest) {
             let token = token_of(key, conn.generation);
             let res = match conn.interest {
-                None => self.poller.add(&conn.sock, token, interest),
-                Some(_) => self.poller.modify(&conn.sock, token, interest),
+                None => self.poller.add(&conn.io, token, interest),
+                Some(_) => self.poller.modify(&conn.io, token, interest),
             };
             if res.is_err() {
                 return self.close(key);
@@ -375,7 +399,8 @@ impl<R: JobRunner> EventLoop<R> {
 
     fn close(&mut self, key: usize) {
         // Closing the socket (its only descriptor) also removes it from epoll.
-        if let Some(conn) = self.conns.try_remove(key) {
+        if let Some(mut conn) = self.conns.try_remove(key) {
+            conn.io.close();
             if let Some(out) = &conn.out {
                 // Abandoned mid-response: log what was sent.
                 self.pipeline.complete(&out.resp, out.body_sent());
@@ -388,11 +413,12 @@ impl<R: JobRunner> EventLoop<R> {
         let expired: Vec<usize> =
             self.conns.iter().filter(|(_, c)| c.deadline <= now).map(|(k, _)| k).collect();
         for key in expired {
-            let conn = &self.conns[key];
+            let conn = &mut self.conns[key];
             if conn.phase == Phase::Head && conn.state.has_partial_request() && conn.out.is_none() {
                 let resp = self.pipeline.timeout_response(conn.state.peer, &conn.state.inbuf);
                 let mut out = Outgoing::new(resp);
-                let _ = out.send(&conn.sock, self.opts, &self.pipeline);
+                let opts = conn.io.send_options(self.opts);
+                let _ = out.send_on(conn.io.wire(), opts, &self.pipeline);
                 self.pipeline.complete(&out.resp, out.body_sent());
             } else if conn.phase == Phase::Send {
                 crate::errlog::info!(

@@ -56,9 +56,24 @@ impl JobResults {
 
     /// Resets the eventfd before its results are collected: a result queued after this rings
     /// again, one queued before it is collected now.
+    ///
+    /// The eventfd is read *before* the flag is cleared. The other order loses wake-ups for
+    /// good: a worker that sets the flag and rings between the two steps has its ring read
+    /// away while the flag stays set, so no worker rings again and every later result waits
+    /// unannounced (seen as a server whose parked connections all hung, in CLOSE_WAIT,
+    /// until it ran out of descriptors). In this order a worker that finds the flag set
+    /// either rang after the read (the loop wakes again) or queued its result before the
+    /// collection that follows (the loop takes it now).
     pub fn drain_waker(&self) {
-        self.rung.store(false, Ordering::SeqCst);
+        self.drain_waker_around(|| {});
+    }
+
+    /// [`JobResults::drain_waker`], running `meanwhile` between its two steps (where a
+    /// worker may ring; the tests put one there).
+    fn drain_waker_around(&self, meanwhile: impl FnOnce()) {
         self.waker.drain();
+        meanwhile();
+        self.rung.store(false, Ordering::SeqCst);
     }
 }
 
@@ -112,5 +127,27 @@ mod tests {
         reporter.tx.send((9, JobDone::ReadAhead)).unwrap();
         reporter.wake();
         assert!(rings(&mut poller), "a result after the loop looked rings again");
+    }
+
+    #[test]
+    fn a_ring_during_the_reset_is_not_lost() {
+        let (results, reporter) = JobResults::new().unwrap();
+        let mut poller = Poller::new(8).unwrap();
+        poller.add(results.waker(), 1, Interest::Read).unwrap();
+        reporter.tx.send((1, JobDone::ReadAhead)).unwrap();
+        reporter.wake();
+        assert!(rings(&mut poller));
+        // The loop resets while a second worker queues a result and rings.
+        results.drain_waker_around(|| {
+            reporter.tx.send((2, JobDone::ReadAhead)).unwrap();
+            reporter.wake();
+        });
+        let mut out = Vec::new();
+        results.collect(&mut out);
+        assert_eq!(out.len(), 2, "both results are collected after the reset");
+        // A later result must ring: the loop has nothing else to wake it.
+        reporter.tx.send((3, JobDone::ReadAhead)).unwrap();
+        reporter.wake();
+        assert!(rings(&mut poller), "a result after the reset rings");
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod amped;
 pub mod blocking;
+pub mod disk_concurrency;
 pub mod event_loop;
 pub mod job_results;
 pub mod lifecycle;
@@ -25,6 +26,7 @@ use crate::config::{Arch, Config, ListenAddr};
 use crate::operator::SignalCounts;
 use crate::pipeline::Pipeline;
 use crate::stats::Stats;
+use crate::tls::TlsContext;
 use amped_sys::listen::{ListenOptions, bind};
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -46,6 +48,8 @@ pub struct Server {
     pub shutdown: Arc<AtomicBool>,
     /// Reloads and log re-opens done so far (the `mp` parent forwards them to its workers).
     pub signals: Arc<SignalCounts>,
+    /// The HTTPS context of the `--listen` addresses (`--tls-cert`), if on.
+    pub tls: Option<Arc<TlsContext>>,
 }
 
 impl Server {
@@ -53,6 +57,18 @@ impl Server {
     pub fn pipeline(&self, limits: &Option<Arc<ClientLimits>>) -> Arc<Pipeline> {
         let (cfg, stats, log) = (self.cfg.clone(), self.stats.clone(), self.log.clone());
         Arc::new(Pipeline::sharing(cfg, stats, log, limits.clone()))
+    }
+
+    /// The pipeline of a `--redirect-http` listener: every request is answered with a 301 to
+    /// https on `https_port`.
+    fn redirect_pipeline(
+        &self,
+        limits: &Option<Arc<ClientLimits>>,
+        https_port: u16,
+    ) -> Arc<Pipeline> {
+        let (cfg, stats, log) = (self.cfg.clone(), self.stats.clone(), self.log.clone());
+        let p = Pipeline::sharing(cfg, stats, log, limits.clone());
+        Arc::new(p.redirecting_to_https(https_port))
     }
 }
 
@@ -65,26 +81,30 @@ pub struct Listeners {
     pub names: Vec<String>,
     /// Unix socket files this server created (removed at exit).
     pub unix_paths: Vec<PathBuf>,
+    /// The `--redirect-http` listener, if any (plain HTTP answered with redirects to https).
+    pub redirect: Option<TcpListener>,
 }
 
 /// Opens the listeners: every `--listen` address (or the sockets systemd passed, when
 /// socket-activated), each once per `--instances` (TCP: sharing the port through
 /// SO_REUSEPORT; Unix and systemd sockets: the same socket shared). An `mp` worker
-/// (`--worker-fd`) adopts the listener its parent opened instead.
+/// (`--worker-fd`) adopts the listeners its parent opened instead.
 pub fn open_listeners(cfg: &Config) -> io::Result<Listeners> {
-    if let Some(fd) = cfg.worker_fd {
-        let l = amped_sys::process::inherited_listener(fd)?;
-        return Ok(Listeners { names: vec![describe(&l)], sockets: vec![l], unix_paths: vec![] });
+    if cfg.is_mp_worker() {
+        let sockets = cfg
+            .worker_fds
+            .iter()
+            .map(|&fd| amped_sys::process::inherited_listener(fd))
+            .collect::<io::Result<Vec<_>>>()?;
+        let names = sockets.iter().map(describe).collect();
+        return Ok(Listeners { names, sockets, unix_paths: vec![], redirect: None });
     }
     let n = if cfg.arch.takes_instances() { cfg.instances } else { 1 };
     let nonblocking = cfg.arch.is_event_driven();
     let opts = ListenOptions { reuse_port: n > 1, nonblocking, backlog: 4096 };
-    let mut out = Listeners { sockets: vec![], names: vec![], unix_paths: vec![] };
+    let mut out = Listeners { sockets: vec![], names: vec![], unix_paths: vec![], redirect: None };
     let activated = amped_sys::listen::systemd_listeners()?;
     if !activated.is_empty() {
-        if cfg.arch == Arch::Mp && activated.len() > 1 {
-            return Err(io::Error::other("--arch mp serves one socket; systemd passed several"));
-        }
         for l in activated {
             l.set_nonblocking(nonblocking)?;
             out.add_shared(l, n)?;
@@ -110,6 +130,22 @@ pub fn open_listeners(cfg: &Config) -> io::Result<Listeners> {
                 out.add_shared(l, n)?;
             }
         }
+    }
+    if cfg.tls.is_some() {
+        for name in &mut out.names {
+            *name = match name.strip_prefix("http://") {
+                Some(rest) => format!("https://{rest}"),
+                None => format!("{name} (TLS)"),
+            };
+        }
+    }
+    if let Some(addr) = cfg.redirect_http {
+        let named = |e: io::Error| {
+            io::Error::new(e.kind(), format!("cannot listen on {addr} (--redirect-http): {e}"))
+        };
+        let l = bind(addr, ListenOptions { reuse_port: false, ..opts }).map_err(named)?;
+        out.names.push(format!("{} (redirect to https)", describe(&l)));
+        out.redirect = Some(l);
     }
     Ok(out)
 }
@@ -146,27 +182,39 @@ pub fn preflight(cfg: &Config) -> io::Result<()> {
     }
 }
 
-/// Serves on `listeners` with the configured architecture until shutdown completes.
-pub fn serve(server: &Server, listeners: Vec<TcpListener>) -> io::Result<()> {
+/// Serves `listeners` with the configured architecture until shutdown completes: the
+/// `--listen` sockets (over TLS when it is on), then the `--redirect-http` one.
+pub fn serve(server: &Server, listeners: Listeners) -> io::Result<()> {
     let arch = server.cfg.arch;
     let limits = ClientLimits::from_config(&server.cfg);
-    let run_one = |listener: TcpListener| -> io::Result<()> {
-        let pipeline = server.pipeline(&limits);
+    let https_port = listeners.sockets.iter().find_map(|l| l.local_addr().ok()).map(|a| a.port());
+    let run_one = |listener: TcpListener, redirect: bool| -> io::Result<()> {
+        let (pipeline, tls) = if redirect {
+            // (HTTPS on Unix sockets only: redirect to the default port.)
+            (server.redirect_pipeline(&limits, https_port.unwrap_or(443)), None)
+        } else {
+            (server.pipeline(&limits), server.tls.clone())
+        };
         match arch {
-            Arch::Sped => sped::run(pipeline, listener, &server.shutdown),
-            Arch::Amped => amped::run(pipeline, listener, &server.shutdown),
+            Arch::Sped => sped::run(pipeline, listener, tls, &server.shutdown),
+            Arch::Amped => amped::run(pipeline, listener, tls, &server.shutdown),
             Arch::Mt => mt::run(pipeline, listener, &server.shutdown),
             Arch::Pool => pool::run(pipeline, listener, &server.shutdown),
-            Arch::Mp => mp::run(pipeline, listener, server),
-            Arch::Uring => uring::run(pipeline, listener, &server.shutdown),
-            Arch::Staged => staged::run(pipeline, listener, &server.shutdown),
+            Arch::Mp => mp::run(pipeline, vec![listener], server),
+            Arch::Uring => uring::run(pipeline, listener, tls, &server.shutdown),
+            Arch::Staged => staged::run(pipeline, listener, tls, &server.shutdown),
         }
     };
+    if arch == Arch::Mp {
+        // One set of worker processes, each serving every listener (no TLS: no redirect).
+        return mp::run(server.pipeline(&limits), listeners.sockets, server);
+    }
+    let sockets = listeners.sockets.into_iter().map(|l| (l, false));
     std::thread::scope(|s| {
-        let handles: Vec<_> = listeners
-            .into_iter()
+        let handles: Vec<_> = sockets
+            .chain(listeners.redirect.map(|l| (l, true)))
             .enumerate()
-            .map(|(i, l)| {
+            .map(|(i, (l, redirect))| {
                 // Event loops are pinned here; pool and mp pin their own workers.
                 let pin = server.cfg.pin && arch.is_event_driven();
                 s.spawn(move || {
@@ -175,7 +223,7 @@ pub fn serve(server: &Server, listeners: Vec<TcpListener>) -> io::Result<()> {
                             amped_sys::limits::nth_allowed_cpu(i),
                         );
                     }
-                    run_one(l)
+                    run_one(l, redirect)
                 })
             })
             .collect();

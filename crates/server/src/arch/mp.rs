@@ -2,10 +2,13 @@
 //! workers share the listening socket and each serves one connection at a time, from accept
 //! to close, on a blocking socket ([`super::blocking`]), running disk jobs inline.
 //!
-//! The parent binds the listener, then starts each worker by re-executing its own binary with
-//! the same arguments plus the hidden `--worker-fd FD`, the listener's descriptor, which the
-//! worker inherits (see `amped_sys::process`). Workers take `accept` in turn (the kernel wakes
-//! one blocked acceptor per connection). Each worker builds its **own** pipeline, so its own
+//! The parent binds the listeners, then starts each worker by re-executing its own binary with
+//! the same arguments plus the hidden `--worker-fd FD[,FD…]`, the listeners' descriptors,
+//! which the worker inherits (see `amped_sys::process`). Workers take `accept` in turn (the
+//! kernel wakes one blocked acceptor per connection). With several `--listen` addresses every
+//! worker serves all of them: it waits for the first listener with a connection waiting
+//! (epoll, `EPOLLEXCLUSIVE`, so a connection wakes one waiting worker rather than all) and
+//! accepts there without blocking; a worker that loses the race finds nothing and waits again. Each worker builds its **own** pipeline, so its own
 //! caches — the replicated caches that cost Flash-MP its memory footprint. The counters,
 //! though, are the server's: the parent creates them in shared memory and passes that to
 //! every worker (`--stats-fd`, `--worker-index`), so the stats endpoint sums all workers
@@ -42,18 +45,27 @@ const SUPERVISE_TICK: Duration = Duration::from_millis(100);
 /// at start-up).
 const RESPAWN_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Runs the `mp` architecture: the supervising parent, or (with `--worker-fd`) one worker.
-pub fn run(pipeline: Arc<Pipeline>, listener: TcpListener, server: &Server) -> io::Result<()> {
-    blocking::set_accept_tick(&listener)?; // the socket is shared: this sets it for every worker
-    if pipeline.cfg.worker_fd.is_some() {
-        serve_worker(&pipeline, &listener, &server.shutdown);
-        Ok(())
+/// Runs the `mp` architecture on `listeners`: the supervising parent, or (with
+/// `--worker-fd`) one worker.
+pub fn run(
+    pipeline: Arc<Pipeline>,
+    listeners: Vec<TcpListener>,
+    server: &Server,
+) -> io::Result<()> {
+    for l in &listeners {
+        blocking::set_accept_tick(l)?; // the socket is shared: this sets it for every worker
+        // Several listeners are polled, then accepted from without blocking (the descriptor's
+        // mode is shared too, and every worker uses them the same way).
+        l.set_nonblocking(listeners.len() > 1)?;
+    }
+    if pipeline.cfg.is_mp_worker() {
+        serve_worker(&pipeline, &listeners, &server.shutdown)
     } else {
         let stats = Shared {
             fd: server.stats_fd.as_ref().map(|f| f.as_raw_fd()),
             cells: server.stats.shared_cells(),
         };
-        Supervisor::start(&pipeline.cfg, listener, stats)?.run(&server.shutdown, &server.signals)
+        Supervisor::start(&pipeline.cfg, listeners, stats)?.run(&server.shutdown, &server.signals)
     }
 }
 
@@ -66,12 +78,24 @@ struct Shared {
 }
 
 /// One worker: accept, serve that connection to its end, repeat until shutdown.
-fn serve_worker(pipeline: &Pipeline, listener: &TcpListener, shutdown: &Arc<AtomicBool>) {
+fn serve_worker(
+    pipeline: &Pipeline,
+    listeners: &[TcpListener],
+    shutdown: &Arc<AtomicBool>,
+) -> io::Result<()> {
     let stop = Stop::new(shutdown.clone(), &pipeline.cfg);
     let gate = Gate::new(1, pipeline.stats.clone());
-    while let Some(conn) = blocking::next_connection(listener, &gate, &stop) {
-        blocking::serve(pipeline, conn, &stop);
+    if let [listener] = listeners {
+        while let Some(conn) = blocking::next_connection(listener, &gate, &stop) {
+            blocking::serve(pipeline, conn, &stop);
+        }
+    } else {
+        let mut any = blocking::AnyListener::new(listeners)?;
+        while let Some(conn) = any.next_connection(&gate, &stop) {
+            blocking::serve(pipeline, conn, &stop);
+        }
     }
+    Ok(())
 }
 
 /// Sends `sig` to every worker if `count` moved past `seen` (the parent handled a signal).
@@ -94,8 +118,8 @@ struct Slot {
 /// The parent of the workers.
 struct Supervisor<'a> {
     cfg: &'a Config,
-    /// Our copy of the listener, for new workers; closed when shutdown begins.
-    listener: Option<TcpListener>,
+    /// Our copies of the listeners, for new workers; closed when shutdown begins.
+    listeners: Vec<TcpListener>,
     exe: PathBuf,
     args: Vec<OsString>,
     slots: Vec<Slot>,
@@ -103,13 +127,13 @@ struct Supervisor<'a> {
 }
 
 impl<'a> Supervisor<'a> {
-    /// Starts `cfg.processes` workers on `listener`.
-    fn start(cfg: &'a Config, listener: TcpListener, stats: Shared) -> io::Result<Self> {
+    /// Starts `cfg.processes` workers on `listeners`.
+    fn start(cfg: &'a Config, listeners: Vec<TcpListener>, stats: Shared) -> io::Result<Self> {
         let exe = std::env::current_exe()?;
         let args = std::env::args_os().skip(1).collect();
         let mut sup = Supervisor {
             cfg,
-            listener: Some(listener),
+            listeners,
             exe,
             args,
             slots: Vec::with_capacity(cfg.processes),
@@ -131,18 +155,19 @@ impl<'a> Supervisor<'a> {
     }
 
     fn spawn(&self, i: usize) -> io::Result<Child> {
-        let Some(listener) = &self.listener else {
-            return Err(io::Error::new(io::ErrorKind::NotConnected, "the listener is closed"));
-        };
+        if self.listeners.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::NotConnected, "the listeners are closed"));
+        }
+        let fds: Vec<String> = self.listeners.iter().map(|l| l.as_raw_fd().to_string()).collect();
         let mut cmd = Command::new(&self.exe);
         // The option goes first: ROOT may follow a `--` in the original arguments.
-        cmd.arg("--worker-fd").arg(listener.as_raw_fd().to_string());
+        cmd.arg("--worker-fd").arg(fds.join(","));
         if let Some(fd) = self.stats.fd {
             cmd.arg("--stats-fd").arg(fd.to_string()).arg("--worker-index").arg(i.to_string());
         }
         cmd.args(&self.args).stdin(Stdio::null());
         let cpu = self.cfg.pin.then(|| amped_sys::limits::nth_allowed_cpu(i));
-        spawn_worker(cmd, listener, self.stats.fd, cpu)
+        spawn_worker(cmd, &self.listeners, self.stats.fd, cpu)
     }
 
     /// Replaces dead workers and forwards reloads and log re-opens to them until `shutdown`
@@ -203,7 +228,7 @@ impl<'a> Supervisor<'a> {
         // nobody will answer. `shutdown(SHUT_RD)` stops the shared socket listening for every
         // process at once (new connections are refused, as under the other architectures);
         // workers blocked in `accept` see EINVAL and stop accepting.
-        if let Some(listener) = self.listener.take() {
+        for listener in self.listeners.drain(..) {
             let _ = socket2::SockRef::from(&listener).shutdown(std::net::Shutdown::Read);
         }
         for child in self.slots.iter().filter_map(|s| s.child.as_ref()) {

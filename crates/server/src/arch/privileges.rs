@@ -21,7 +21,7 @@ pub fn give_up(cfg: &Config) -> io::Result<()> {
             io::Error::new(e.kind(), format!("cannot switch to uid {} gid {}: {e}", id.uid, id.gid))
         }),
         None => {
-            if effective_uid() == 0 && !cfg.allow_root && cfg.worker_fd.is_none() {
+            if effective_uid() == 0 && !cfg.allow_root && !cfg.is_mp_worker() {
                 crate::errlog::warn!(
                     "serving as root; --user USER switches to an unprivileged user once bound (--allow-root silences this)"
                 );

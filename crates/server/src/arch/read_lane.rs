@@ -17,13 +17,25 @@
 //! heavy-tailed trace `fair` halved the p99 (a medium response's later chunks no longer wait
 //! behind every long transfer that began before it) but cost 15-20 % of the throughput and let
 //! the longest transfers time out (docs/BENCHMARKS.md §3b). Equal keys keep submission order.
+//!
+//! How many helpers may be at the disk at once is [`DiskConcurrency`]'s bound (`auto`: adapted
+//! to the disk's throughput), so that on a disk serving one read at a time the order above is
+//! the order the disk sees, rather than its own first-come queue. A helper past the bound
+//! waits; should no job finish for [`STALL`] while jobs wait (a read stuck on a dead disk or
+//! network file system), one more helper may start if the lane has a thread to spare (it has
+//! under `--disk-concurrency auto`, whose bound may fall to one), so a stuck read cannot hold
+//! the lane.
 
+use super::disk_concurrency::DiskConcurrency;
 use crate::config::TransferOrder;
 use crate::pipeline::Job;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::{Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// With jobs waiting and none finished for this long, one more helper may go to the disk.
+pub const STALL: Duration = Duration::from_millis(500);
 
 /// A blocking queue of `(token, job)`: new requests and transfers under way in turn.
 pub struct ReadLane {
@@ -32,7 +44,6 @@ pub struct ReadLane {
     order: TransferOrder,
 }
 
-#[derive(Default)]
 struct State {
     /// First chunks of responses, in arrival order.
     fresh: BinaryHeap<Reverse<Aged<(u64, Job)>>>,
@@ -42,6 +53,12 @@ struct State {
     continuing_turn: bool,
     next_seq: u64,
     closed: bool,
+    /// Jobs being run by helpers now.
+    in_service: usize,
+    /// How many may be.
+    bound: DiskConcurrency,
+    /// When a job last finished (or the lane last went from idle to busy).
+    progress: Instant,
 }
 
 impl State {
@@ -98,9 +115,28 @@ impl<T> Ord for Aged<T> {
 }
 
 impl ReadLane {
-    /// An empty lane serving transfers under way in `order`.
-    pub fn new(order: TransferOrder) -> ReadLane {
-        ReadLane { state: Mutex::default(), ready: Condvar::new(), order }
+    /// An empty lane serving transfers under way in `order`, `bound` jobs at a time.
+    pub fn new(order: TransferOrder, bound: DiskConcurrency) -> ReadLane {
+        let state = State {
+            fresh: BinaryHeap::new(),
+            continuing: BinaryHeap::new(),
+            continuing_turn: false,
+            next_seq: 0,
+            closed: false,
+            in_service: 0,
+            bound,
+            progress: Instant::now(),
+        };
+        ReadLane { state: Mutex::new(state), ready: Condvar::new(), order }
+    }
+
+    /// The most helpers the lane can use at once.
+    pub fn max_helpers(&self) -> usize {
+        self.lock().bound.max()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Queues `job` for `token`; a job without an age counts as beginning now.
@@ -110,7 +146,10 @@ impl ReadLane {
             Some(since) if !(continues && self.order == TransferOrder::Fair) => since,
             _ => Instant::now(),
         };
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.lock();
+        if st.len() == 0 && st.in_service == 0 {
+            st.progress = Instant::now(); // an idle lane has not stalled
+        }
         let seq = st.next_seq;
         st.next_seq += 1;
         let queue = if continues { &mut st.continuing } else { &mut st.fresh };
@@ -119,24 +158,59 @@ impl ReadLane {
         self.ready.notify_one();
     }
 
-    /// The next job, waiting for one; `None` once the lane is closed (jobs still queued
-    /// then are dropped: their connections are going away with the loop).
+    /// The next job, waiting for one and for a place under the bound; `None` once the lane
+    /// is closed (jobs still queued then are dropped: their connections are going away with
+    /// the loop). The caller runs it and then calls [`ReadLane::finished`].
     pub fn pop(&self) -> Option<(u64, Job)> {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.lock();
         loop {
             if st.closed {
                 return None;
             }
-            if let Some(item) = st.take() {
+            let stalled = st.progress.elapsed() >= STALL;
+            if (st.in_service < st.bound.limit() || stalled)
+                && let Some(item) = st.take()
+            {
+                st.in_service += 1;
+                if stalled {
+                    st.progress = Instant::now(); // one extra helper per stall period
+                }
                 return Some(item);
             }
-            st = self.ready.wait(st).unwrap_or_else(|e| e.into_inner());
+            st = if st.len() > 0 {
+                // Jobs wait for a place: look again when the stall period would end.
+                self.ready.wait_timeout(st, STALL / 4).unwrap_or_else(|e| e.into_inner()).0
+            } else {
+                self.ready.wait(st).unwrap_or_else(|e| e.into_inner())
+            };
+        }
+    }
+
+    /// A job taken with [`ReadLane::pop`] has run, having moved `bytes` from the disk.
+    pub fn finished(&self, bytes: u64) {
+        let mut st = self.lock();
+        st.in_service = st.in_service.saturating_sub(1);
+        let now = Instant::now();
+        st.progress = now;
+        let (before, waiting) = (st.bound.limit(), st.len());
+        st.bound.finished(now, bytes, waiting);
+        let grew = st.bound.limit() > before;
+        drop(st);
+        if grew {
+            self.ready.notify_all();
+        } else {
+            self.ready.notify_one();
         }
     }
 
     /// Jobs waiting.
     pub fn len(&self) -> usize {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.lock().len()
+    }
+
+    /// The bound on jobs at the disk at once, now.
+    pub fn bound(&self) -> usize {
+        self.lock().bound.limit()
     }
 
     /// Whether no job waits.
@@ -146,7 +220,7 @@ impl ReadLane {
 
     /// Wakes every waiting helper and makes them return.
     pub fn close(&self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.lock().closed = true;
         self.ready.notify_all();
     }
 }
@@ -168,7 +242,7 @@ mod tests {
 
     #[test]
     fn new_requests_and_transfers_under_way_take_turns() {
-        let lane = ReadLane::new(TransferOrder::Oldest);
+        let lane = ReadLane::new(TransferOrder::Oldest, DiskConcurrency::fixed(64));
         let t0 = Instant::now();
         let ms = Duration::from_millis;
         // Three new requests, in arrival order, and three transfers under way that began
@@ -191,7 +265,7 @@ mod tests {
 
     #[test]
     fn fair_order_serves_transfers_under_way_in_the_order_they_queued() {
-        let lane = ReadLane::new(TransferOrder::Fair);
+        let lane = ReadLane::new(TransferOrder::Fair, DiskConcurrency::fixed(64));
         let t0 = Instant::now();
         let ms = Duration::from_millis;
         // A small response's last chunk queues after a long transfer that began long before:
@@ -210,8 +284,35 @@ mod tests {
     }
 
     #[test]
+    fn helpers_past_the_bound_wait_for_a_job_to_finish_or_the_lane_to_stall() {
+        let lane = Arc::new(ReadLane::new(TransferOrder::Oldest, DiskConcurrency::fixed(1)));
+        let t0 = Instant::now();
+        for token in 1..=3 {
+            lane.push(token, read_job(t0, false));
+        }
+        assert_eq!(lane.pop().unwrap().0, 1);
+        let second = {
+            let lane = lane.clone();
+            std::thread::spawn(move || (lane.pop().unwrap().0, Instant::now()))
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!second.is_finished(), "one job at the disk at a time");
+        let freed = Instant::now();
+        lane.finished(1);
+        let (token, at) = second.join().unwrap();
+        assert_eq!(token, 2);
+        assert!(at.duration_since(freed) < STALL / 2, "a finished job lets the next one go");
+        // Job 2 never finishes (a stuck read): after STALL one more helper may go anyway.
+        let third = Instant::now();
+        assert_eq!(lane.pop().unwrap().0, 3);
+        let waited = third.elapsed();
+        assert!(waited >= STALL - Duration::from_millis(150), "waited {waited:?}");
+        assert!(waited < 4 * STALL, "waited {waited:?}");
+    }
+
+    #[test]
     fn close_releases_a_waiting_helper() {
-        let lane = Arc::new(ReadLane::new(TransferOrder::Oldest));
+        let lane = Arc::new(ReadLane::new(TransferOrder::Oldest, DiskConcurrency::fixed(64)));
         let waiter = {
             let lane = lane.clone();
             std::thread::spawn(move || lane.pop().is_none())

@@ -5,6 +5,7 @@
 use super::event_loop::{EventLoop, JobRunner};
 use crate::pipeline::{Job, JobDone, Pipeline};
 use crate::stats::bump;
+use crate::tls::TlsContext;
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -21,12 +22,13 @@ impl JobRunner for InlineRunner {
     }
 }
 
-/// Serves `listener` with a SPED loop until shutdown.
+/// Serves `listener` (over TLS with `tls`) with a SPED loop until shutdown.
 pub fn run(
     pipeline: Arc<Pipeline>,
     listener: TcpListener,
+    tls: Option<Arc<TlsContext>>,
     shutdown: &AtomicBool,
 ) -> std::io::Result<()> {
     let runner = InlineRunner { pipeline: pipeline.clone() };
-    EventLoop::new(pipeline, runner, listener)?.run(shutdown)
+    EventLoop::new(pipeline, runner, listener)?.speaking(tls).run(shutdown)
 }

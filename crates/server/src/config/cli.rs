@@ -87,6 +87,11 @@ pub struct Args {
     /// queue, at the cost of requests waiting behind it [default: 0].
     #[arg(long, value_name = "PIECES")]
     pub fill_ahead: Option<u64>,
+    /// Cold reads at the disk at once: `auto` adapts between 1 and 4 × --helpers to the
+    /// throughput the disk shows (one for a disk that serves one read at a time, many for one
+    /// that serves many), or a fixed number [default: auto].
+    #[arg(long, value_name = "auto|N")]
+    pub disk_concurrency: Option<String>,
     /// Pathname-cache capacity in entries [default: 32768].
     #[arg(long, value_name = "N")]
     pub path_cache_entries: Option<usize>,
@@ -218,6 +223,17 @@ pub struct Args {
     /// Needs root; not with --arch mp (its workers are re-executed).
     #[arg(long, value_name = "DIR")]
     pub chroot: Option<PathBuf>,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first) on every --listen address;
+    /// needs --tls-key. Re-read on SIGHUP. Under sped, amped, staged and uring.
+    #[arg(long, value_name = "PATH")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1). Re-read on SIGHUP.
+    #[arg(long, value_name = "PATH")]
+    pub tls_key: Option<PathBuf>,
+    /// With --tls-cert: also listen for plain HTTP on this address and answer every request
+    /// with a 301 to the same host, path and query over https (e.g. :80).
+    #[arg(long, value_name = "ADDR")]
+    pub redirect_http: Option<String>,
     /// Serve as root without the warning (e.g. in a container where root is unprivileged).
     #[arg(long)]
     pub allow_root: bool,
@@ -248,10 +264,10 @@ pub struct Args {
     /// With --slow-log: also log one in N of the other requests; 0 = none [default: 0].
     #[arg(long, value_name = "N")]
     pub slow_sample: Option<u64>,
-    /// Internal: run as an `mp` worker process serving an inherited listener.
-    #[arg(long, hide = true)]
+    /// Internal: run as an `mp` worker process serving the inherited listeners (FD,FD…).
+    #[arg(long, hide = true, value_delimiter = ',')]
     #[serde(skip)]
-    pub worker_fd: Option<i32>,
+    pub worker_fd: Vec<i32>,
     /// Internal: the `mp` workers' shared counters (an inherited memory file).
     #[arg(long, hide = true)]
     #[serde(skip)]
@@ -294,6 +310,7 @@ impl Args {
             read_path,
             transfer_order,
             fill_ahead,
+            disk_concurrency,
             header_timeout,
             keepalive_timeout,
             send_timeout,
@@ -315,6 +332,9 @@ impl Args {
             user,
             group,
             chroot,
+            tls_cert,
+            tls_key,
+            redirect_http,
             max_connections_per_ip,
             rate_limit_per_ip,
             rate_limit_burst,

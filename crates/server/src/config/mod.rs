@@ -66,6 +66,12 @@ impl Arch {
         matches!(self, Arch::Sped | Arch::Amped | Arch::Uring | Arch::Staged)
     }
 
+    /// Whether HTTPS (`--tls-cert`) is served: by the epoll event loops (through the TLS
+    /// transport) and the io_uring loop (from its buffers).
+    pub fn speaks_tls(self) -> bool {
+        matches!(self, Arch::Sped | Arch::Amped | Arch::Staged | Arch::Uring)
+    }
+
     /// Whether `--instances` applies (independent event loops on one port). Not `staged`:
     /// its stages and their controllers are one per server, observed as one in the stats.
     pub fn takes_instances(self) -> bool {
@@ -93,6 +99,18 @@ impl ReadPath {
     fn parse(s: &str) -> Option<ReadPath> {
         by_name(&Self::NAMES, s)
     }
+}
+
+/// How many cold reads may be at the disk at once (`--disk-concurrency`; see
+/// `arch/disk_concurrency.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskBound {
+    /// As many as there are helpers per lane (`--helpers`): the default.
+    AsHelpers,
+    /// This many.
+    Fixed(usize),
+    /// Adapted to the throughput the disk shows, between one and four times `--helpers`.
+    Auto,
 }
 
 /// The order in which the read lane serves chunks of transfers under way (new requests and
@@ -225,6 +243,8 @@ pub struct Config {
     pub transfer_order: TransferOrder,
     /// Further 128 KiB pieces a pipe fill asks the disk for at once (0: none).
     pub fill_ahead: u64,
+    /// Cold reads at the disk at once (`--disk-concurrency`).
+    pub disk_concurrency: DiskBound,
     /// Staleness bound of every cache: metadata older than this is revalidated.
     pub revalidate_after: Duration,
     /// The options a reload changes while serving (timeouts, body limit): read them through
@@ -258,8 +278,8 @@ pub struct Config {
     pub slow_log: Option<SlowLogOptions>,
     /// The DeBox profile (`--debox`), if on.
     pub debox: Option<DeboxOptions>,
-    /// Inherited listener descriptor (mp worker processes).
-    pub worker_fd: Option<i32>,
+    /// Inherited listener descriptors (mp worker processes; empty elsewhere).
+    pub worker_fds: Vec<i32>,
     /// Response features: pre-compressed variants, headers, error pages, SPA fallback.
     pub response: ResponseOptions,
     /// Inherited shared-counters descriptor (mp worker processes).
@@ -276,6 +296,19 @@ pub struct Config {
     pub max_connections_per_ip: Option<u32>,
     /// Requests a second one client address may send (`None`: unlimited).
     pub rate_limit_per_ip: Option<Rate>,
+    /// HTTPS on every `listen` address (`--tls-cert`, `--tls-key`), if on.
+    pub tls: Option<TlsFiles>,
+    /// The plain-HTTP address whose requests are redirected to https (`--redirect-http`).
+    pub redirect_http: Option<std::net::SocketAddr>,
+}
+
+/// The certificate and key files of `--tls-cert` / `--tls-key` (loaded by [`crate::tls`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain (PEM), as an absolute path: a reload re-reads it.
+    pub cert: PathBuf,
+    /// The private key (PEM).
+    pub key: PathBuf,
 }
 
 /// Which requests the slow-request log gets (docs/DEBOX.md).
@@ -324,6 +357,11 @@ pub(crate) fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
 }
 
 impl Config {
+    /// Whether this process is an `mp` worker (started by its parent with `--worker-fd`).
+    pub fn is_mp_worker(&self) -> bool {
+        !self.worker_fds.is_empty()
+    }
+
     /// Reads the TOML file named by `--config` (if any), merges it under the command line and
     /// resolves the result.
     pub fn load(args: Args) -> Result<Config, ConfigError> {
@@ -403,15 +441,13 @@ impl Config {
             ));
         };
         let instances = positive("instances", a.instances.unwrap_or(1))?;
-        if arch == Arch::Mp && listen.len() > 1 {
-            return err("--arch mp serves one --listen address (its workers share one socket)");
-        }
         if instances > 1 && !arch.takes_instances() {
             return err(format!(
                 "--instances applies to sped, amped and uring, not {}",
                 arch.name()
             ));
         }
+        let (tls, redirect_http) = tls_options(&a.tls_cert, &a.tls_key, &a.redirect_http, arch)?;
         let threads = positive("threads", a.threads.unwrap_or(16))?;
         let limits = Limits {
             max_head_bytes: at_least("max-head-bytes", a.max_head_bytes.unwrap_or(8192), 256)?,
@@ -480,6 +516,14 @@ impl Config {
         let fill_ahead = match a.fill_ahead {
             Some(n) if n > 7 => return err(format!("--fill-ahead {n} is not in 0..=7")),
             n => n.unwrap_or(0),
+        };
+        let disk_concurrency = match a.disk_concurrency.as_deref() {
+            None => DiskBound::AsHelpers,
+            Some("auto") => DiskBound::Auto,
+            Some(s) => match s.parse::<usize>() {
+                Ok(n) if (1..=1024).contains(&n) => DiskBound::Fixed(n),
+                _ => return err(format!("--disk-concurrency '{s}' is not auto or 1..=1024")),
+            },
         };
         let run_as = match &a.user {
             None => None,
@@ -565,6 +609,7 @@ impl Config {
             page_yield_above: a.page_yield_above.unwrap_or(0),
             transfer_order,
             fill_ahead,
+            disk_concurrency,
             revalidate_after: Duration::from_secs(1),
             live: Arc::new(Live::new(
                 [
@@ -589,7 +634,7 @@ impl Config {
             debox,
             metrics_path,
             slow_log,
-            worker_fd: a.worker_fd,
+            worker_fds: a.worker_fd,
             response: ResponseOptions::resolve(&response::ResponseArgs {
                 precompressed: a.precompressed.as_deref(),
                 cache_control: &a.cache_control,
@@ -612,8 +657,46 @@ impl Config {
                 None => None,
                 Some(r) => Some(parse_rate(r, a.rate_limit_burst)?),
             },
+            tls,
+            redirect_http,
         })
     }
+}
+
+/// `--tls-cert`, `--tls-key` (both or neither; the files themselves are read by
+/// [`crate::tls`]) and `--redirect-http` (only with TLS), for an architecture that speaks TLS.
+fn tls_options(
+    cert: &Option<PathBuf>,
+    key: &Option<PathBuf>,
+    redirect: &Option<String>,
+    arch: Arch,
+) -> Result<(Option<TlsFiles>, Option<std::net::SocketAddr>), ConfigError> {
+    let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+    let tls = match (cert, key) {
+        (None, None) => None,
+        (Some(cert), Some(key)) => Some(TlsFiles { cert: absolute(cert), key: absolute(key) }),
+        (Some(_), None) => return err("--tls-cert needs --tls-key"),
+        (None, Some(_)) => return err("--tls-key needs --tls-cert"),
+    };
+    if tls.is_some() && !arch.speaks_tls() {
+        return err(format!(
+            "--arch {} does not serve TLS (--tls-cert): use sped, amped, staged or uring",
+            arch.name()
+        ));
+    }
+    let redirect = match redirect.as_deref() {
+        None => None,
+        Some(_) if tls.is_none() => return err("--redirect-http needs --tls-cert and --tls-key"),
+        Some(s) => match ListenAddr::parse(s) {
+            Some(ListenAddr::Tcp(addr)) => Some(addr),
+            _ => {
+                return err(format!(
+                    "--redirect-http '{s}' wants a TCP address (ADDR:PORT or :PORT)"
+                ));
+            }
+        },
+    };
+    Ok((tls, redirect))
 }
 
 /// `:LINE:COLUMN` (1-based, columns in characters) of byte `offset` in `text`.
@@ -749,6 +832,9 @@ mod tests {
         assert_eq!((c.path_cache_entries, c.file_cache_entries), (32768, 16384));
         assert_eq!(c.page_yield_above, 0, "the page-yield policy is off by default");
         assert_eq!((c.transfer_order, c.fill_ahead), (TransferOrder::Oldest, 0));
+        assert_eq!(c.disk_concurrency, DiskBound::AsHelpers);
+        let bound = |v: &str| parse(&[".", "--disk-concurrency", v]).unwrap().disk_concurrency;
+        assert_eq!((bound("auto"), bound("3")), (DiskBound::Auto, DiskBound::Fixed(3)));
         assert_eq!(c.fit_descriptors(1 << 20), None, "plenty of descriptors: unchanged");
         assert_eq!(c.fit_descriptors(20_000), Some(20_000 - 10_000 - 64));
         let mut c = parse(&[".", "--max-connections", "100", "--instances", "2"]).unwrap();
@@ -772,7 +858,6 @@ mod tests {
             (vec!["--stage-queue", "0"], "--stage-queue must be at least 1"),
             (vec!["--stats-path", "stats"], "must start with '/'"),
             (vec!["--server-header", "a\u{7f}"], "--server-header"),
-            (vec!["--arch", "mp", "--listen", ":1", "--listen", ":2"], "serves one --listen"),
             (vec!["--max-headers", "0"], "--max-headers must be at least 1"),
             (vec!["--user", "no-such-user-amped"], "--user no-such-user-amped"),
             (vec!["--user", "root", "--group", "no-such-group-amped"], "--group no-such"),
@@ -787,6 +872,8 @@ mod tests {
             (vec!["--chroot", "/", "--arch", "mp"], "not work with --arch mp"),
             (vec!["--transfer-order", "newest"], "--transfer-order 'newest' is not one of"),
             (vec!["--fill-ahead", "8"], "--fill-ahead 8 is not in 0..=7"),
+            (vec!["--disk-concurrency", "0"], "--disk-concurrency '0' is not auto or 1..=1024"),
+            (vec!["--disk-concurrency", "many"], "--disk-concurrency 'many' is not auto"),
         ] {
             let e = parse(&argv).unwrap_err().to_string();
             assert!(e.contains(needle), "{argv:?}: {e}");
@@ -833,6 +920,29 @@ mod tests {
         let c = parse(&[d.path().join("current").to_str().unwrap()]).unwrap();
         assert_eq!(c.root_link.as_deref(), Some(d.path().join("current").as_path()));
         assert_eq!(c.current_root().unwrap(), std::fs::canonicalize(d.path().join("v1")).unwrap());
+    }
+
+    #[test]
+    fn tls_options_from_the_file_or_the_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("amped.toml");
+        std::fs::write(
+            &file,
+            "tls_cert = \"/etc/amped/cert.pem\"\ntls_key = \"k.pem\"\nredirect_http = \":0\"\n",
+        )
+        .unwrap();
+        let c = parse(&["--config", file.to_str().unwrap()]).unwrap();
+        let tls = c.tls.unwrap();
+        assert_eq!(tls.cert, PathBuf::from("/etc/amped/cert.pem"));
+        assert!(tls.key.is_absolute() && tls.key.ends_with("k.pem"), "made absolute for reloads");
+        assert_eq!(c.redirect_http, Some("0.0.0.0:0".parse().unwrap()));
+        let c = parse(&["--config", file.to_str().unwrap(), "--tls-key", "/other.pem"]).unwrap();
+        assert_eq!(c.tls.unwrap().key, PathBuf::from("/other.pem"), "the command line wins");
+        assert_eq!(parse(&["."]).unwrap().tls, None);
+        let e = parse(&["--arch", "pool", "--tls-cert", "a", "--tls-key", "b"]).unwrap_err();
+        assert!(e.0.contains("--arch pool does not serve TLS"), "{e}");
+        let e = parse(&["--tls-cert", "a", "--tls-key", "b", "--redirect-http", "unix:/x"]);
+        assert!(e.unwrap_err().0.contains("wants a TCP address"));
     }
 
     #[test]

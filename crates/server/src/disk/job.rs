@@ -166,6 +166,14 @@ impl Job {
         }
     }
 
+    /// The file bytes this job reads from the disk (none for metadata jobs).
+    pub fn disk_bytes(&self) -> u64 {
+        match self {
+            Job::Resolve { .. } => 0,
+            Job::ReadAhead { len, .. } | Job::Fill { len, .. } => *len,
+        }
+    }
+
     /// Whether this job continues a transfer under way (part of its body was sent).
     pub fn continues(&self) -> bool {
         matches!(self, Job::ReadAhead { continues: true, .. } | Job::Fill { continues: true, .. })

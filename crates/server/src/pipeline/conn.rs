@@ -19,8 +19,9 @@ pub struct ConnState {
     pub(super) discard: u64,
     /// A chunked request body being read and thrown away.
     pub(super) chunked: Option<ChunkedDiscard>,
-    /// The request waiting for a job's result.
-    pub(super) pending: Option<Request>,
+    /// The request waiting for a job's result (boxed: a request is about half a KiB, and
+    /// most connections, idle ones above all, wait for none).
+    pub(super) pending: Option<Box<Request>>,
     /// No further request is read on this connection.
     pub(super) closing: bool,
     /// Responses produced so far.

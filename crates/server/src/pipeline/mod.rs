@@ -11,6 +11,7 @@
 pub mod conn;
 mod cors;
 mod fallback;
+mod redirect;
 mod respond;
 #[cfg(test)]
 mod seam_tests;
@@ -137,6 +138,8 @@ pub struct Pipeline {
     log: AccessLogger,
     /// `--max-connections-per-ip`, `--rate-limit-per-ip` (`None` when both are off).
     limits: Option<Arc<ClientLimits>>,
+    /// A `--redirect-http` listener's: every request is redirected to https on this port.
+    redirect_https: Option<u16>,
 }
 
 impl Pipeline {
@@ -155,7 +158,7 @@ impl Pipeline {
         limits: Option<Arc<ClientLimits>>,
     ) -> Self {
         let caches = Caches::new(&cfg);
-        Pipeline { cfg, caches, stats, log, limits }
+        Pipeline { cfg, caches, stats, log, limits, redirect_https: None }
     }
 
     /// Consumes buffered input and decides what happens next. `draining` is set during a
@@ -227,7 +230,7 @@ impl Pipeline {
 
     /// Continues the request that was waiting for `done`.
     pub fn resume(&self, c: &mut ConnState, done: JobDone) -> Step {
-        let Some(mut req) = c.pending.take() else {
+        let Some(mut req) = c.pending.take().map(|boxed| *boxed) else {
             return Step::Close; // no request was waiting: an architecture bug, fail safe
         };
         let r = match done {
@@ -373,6 +376,9 @@ impl Pipeline {
             let now = n.min(c.inbuf.len() as u64);
             c.inbuf.drain(..now as usize);
             c.discard -= now;
+        }
+        if let Some(port) = self.redirect_https {
+            return self.https_redirect(&req, port);
         }
         match h.method {
             Method::Get | Method::Head => {}
@@ -559,7 +565,7 @@ impl Pipeline {
             known,
         };
         req.with_timeline(Timeline::job_submitted);
-        c.pending = Some(req);
+        c.pending = Some(Box::new(req));
         Step::Block(job)
     }
 

@@ -247,12 +247,13 @@ impl Drop for Server {
     }
 }
 
-/// Parse `amped listening on http://127.0.0.1:PORT/` into an address (with several
-/// listeners the line names each, the first one first; an address of every interface,
+/// Parse `amped listening on http://127.0.0.1:PORT/` (or `https://`) into an address (with
+/// several listeners the line names each, the first one first; an address of every interface,
 /// `0.0.0.0`, is reached through 127.0.0.1).
 pub fn parse_listen_line(line: &str) -> SocketAddr {
     let addr = line
         .strip_prefix("amped listening on http://")
+        .or_else(|| line.strip_prefix("amped listening on https://"))
         .and_then(|rest| rest.split('/').next())
         .and_then(|a| a.parse::<SocketAddr>().ok())
         .unwrap_or_else(|| panic!("unexpected first stdout line: {line:?}"));

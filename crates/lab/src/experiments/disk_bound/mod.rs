@@ -13,11 +13,11 @@
 mod report;
 pub mod standing;
 
-use serde::Serialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use super::Lab;
-use super::diskrun::{self, DiskCell, Load, Workload};
+use super::diskrun::{self, DiskCell, Load, Needs, Workload};
 use crate::cli::DiskBoundArgs;
 use crate::datasets::specweb;
 use crate::diskemu::DiskEmulation;
@@ -39,8 +39,9 @@ pub const DEFAULT_SERVERS: &[&str] = &[
     "h2o",
 ];
 
-/// The run's parameters.
-#[derive(Clone, Debug, Serialize)]
+/// The run's parameters (setup.json's `parameters`, with `rate`, `models` and `workload`
+/// beside them).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Params {
     pub dataset_bytes: u64,
     pub dirs: u32,
@@ -57,16 +58,73 @@ pub struct Params {
     pub trace_requests: usize,
     /// Latency-over-time windows, s (None: no windowed run).
     pub window_s: Option<f64>,
+    /// How the windows were measured (runs before one ampload run with `--interval`: one
+    /// ampload run per window).
+    #[serde(default = "diskrun::WindowSource::separate_runs")]
+    pub windows_from: diskrun::WindowSource,
     pub shape: specweb::Shape,
+}
+
+/// What a server run was doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Closed loop, to find the server's capacity (the rates spread from the best peer's).
+    Capacity,
+    /// Open loop at a fixed rate, one round.
+    FixedRate,
+    /// Latency over time from a cold start.
+    Windows,
+}
+
+impl Phase {
+    /// The name results.csv and the summary use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Capacity => "capacity",
+            Phase::FixedRate => "fixed-rate",
+            Phase::Windows => "windows",
+        }
+    }
+}
+
+/// What the summary says about the traces (recorded in setup.json, so `amplab report` needs
+/// neither the data set nor the traces).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TraceFacts {
+    /// Mean response body of the measured trace, bytes.
+    pub mean_response_bytes: f64,
+    /// Sizes of the large files, bytes (empty without `--large-files`).
+    pub large_files: Vec<u64>,
+}
+
+impl TraceFacts {
+    fn of(needs: &Needs) -> TraceFacts {
+        TraceFacts {
+            mean_response_bytes: specweb::mean_bytes(&needs.set, &needs.measure),
+            large_files: needs.set.large.clone(),
+        }
+    }
+}
+
+/// One disk model as setup.json's `parameters.models` records it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct ModelRecord {
+    model: String,
+    rates: Vec<f64>,
+    reference: Option<(String, f64)>,
+    /// Share of measured requests cold by construction, per rate (absent in runs before it
+    /// was recorded: computed again from the traces).
+    #[serde(default)]
+    cold: Option<Vec<f64>>,
 }
 
 /// One measured server: a capacity cell, a fixed-rate cell of one round, or a windowed run
 /// from a cold start.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     pub round: u32,
-    /// "capacity", "fixed-rate" or "windows".
-    pub phase: &'static str,
+    pub phase: Phase,
     /// The offered rate (fixed-rate and windows).
     pub rate: Option<f64>,
     pub cell: DiskCell,
@@ -101,6 +159,7 @@ impl Params {
             rounds: a.common.rounds.unwrap_or(1),
             trace_requests: if q { 20_000 } else { 400_000 },
             window_s: (window > 0.0).then_some(window),
+            windows_from: diskrun::WindowSource::OneRun,
             shape: a.shape.shape(),
         }
     }
@@ -133,17 +192,25 @@ pub fn run(a: &DiskBoundArgs) -> Result<std::path::PathBuf, String> {
         let emu = diskrun::plan_disk(&lab, &a.disk, model, if q { 64 } else { 128 })?;
         runs.push(run_model(&lab, &mut progress, &p, &w, emu)?);
     }
-    let summary = report::write(&mut lab, &p, &w, &runs)?;
+    report::write_raw(&mut lab, &runs)?;
+    let facts = TraceFacts::of(&w.needs);
+    let summary = report::outputs(&mut lab, &p, &facts, &runs)?;
     let notes = runs.iter().filter(|r| !r.emu.applied()).map(|r| r.emu.describe()).collect();
     let emus: Vec<&DiskEmulation> = runs.iter().map(|r| &r.emu).collect();
     let disk = if emus.len() == 1 { json!(emus[0]) } else { json!(emus) };
     let mut params = json!(p);
     params["rate"] = json!(runs.first().and_then(|r| r.rates.last()));
-    params["models"] = json!(
-        runs.iter()
-            .map(|r| json!({"model": r.emu.name, "rates": r.rates, "reference": r.reference}))
-            .collect::<Vec<_>>()
-    );
+    let models: Vec<ModelRecord> = runs
+        .iter()
+        .map(|r| ModelRecord {
+            model: r.emu.name.clone(),
+            rates: r.rates.clone(),
+            reference: r.reference.clone(),
+            cold: Some(r.cold.clone()),
+        })
+        .collect();
+    params["models"] = json!(models);
+    params["workload"] = json!(facts);
     lab.finish(params, Some(disk), notes, &summary)
 }
 
@@ -166,7 +233,7 @@ fn run_model(
     let run = measure_model(lab, progress, p, w, &emu);
     emu.release();
     let (rates, reference, rows) = run?;
-    let cold = rates.iter().map(|&r| cold_share(p, w, r)).collect();
+    let cold = rates.iter().map(|&r| cold_share(p, &w.needs, r)).collect();
     Ok(ModelRun { emu, rates, reference, rows, cold })
 }
 
@@ -207,7 +274,7 @@ fn measure_model(
                 );
                 let cell = diskrun::run_one(lab, emu, &spec, &root, &probe, &load, "cap");
                 note(progress, &cell);
-                rows.push(Row { round: 0, phase: "capacity", rate: None, cell });
+                rows.push(Row { round: 0, phase: Phase::Capacity, rate: None, cell });
             }
             let (name, cap) = reference(&lab.servers, &rows).ok_or_else(|| {
                 format!(
@@ -240,7 +307,7 @@ fn measure_model(
                 );
                 let cell = diskrun::run_one(lab, emu, &spec, &root, &probe, &load, "lat");
                 note(progress, &cell);
-                rows.push(Row { round, phase: "fixed-rate", rate: Some(rate), cell });
+                rows.push(Row { round, phase: Phase::FixedRate, rate: Some(rate), cell });
             }
         }
     }
@@ -259,12 +326,10 @@ fn measure_model(
                     ),
                     total + 3.0,
                 );
-                let tmp = lab.run.tmp();
-                let cell = diskrun::run_windows(
-                    lab, emu, &spec, &root, &load, &w.needs, window, total, &tmp,
-                );
+                let cell =
+                    diskrun::run_windows(lab, emu, &spec, &root, &load, &w.needs, window, total);
                 note(progress, &cell);
-                rows.push(Row { round, phase: "windows", rate: Some(top), cell });
+                rows.push(Row { round, phase: Phase::Windows, rate: Some(top), cell });
             }
         }
     }
@@ -276,7 +341,7 @@ fn measure_model(
 fn reference(servers: &[ServerSpec], rows: &[Row]) -> Option<(String, f64)> {
     let capacity = |s: &ServerSpec| {
         rows.iter()
-            .find(|r| r.phase == "capacity" && r.cell.server == s.label)
+            .find(|r| r.phase == Phase::Capacity && r.cell.server == s.label)
             .and_then(|r| r.cell.measurement.as_ref())
             .map(|m| m.rps)
             .filter(|r| *r > 0.0)
@@ -294,11 +359,11 @@ fn reference(servers: &[ServerSpec], rows: &[Row]) -> Option<(String, f64)> {
 /// Share of the measured requests at `rate` that no earlier request of the server's run
 /// asked for (ampload takes the lines in order: the warm-up sends the first rate × warm-up
 /// of its list, the measured window the first rate × duration of its own).
-fn cold_share(p: &Params, w: &Workload, rate: f64) -> f64 {
+fn cold_share(p: &Params, needs: &Needs, rate: f64) -> f64 {
     let sent = |secs: f64, of: &[specweb::Request]| {
         (rate * secs).round().clamp(0.0, of.len() as f64) as usize
     };
-    let (warm, measure) = (&w.needs.warm, &w.needs.measure);
+    let (warm, measure) = (&needs.warm, &needs.measure);
     specweb::first_time_share(
         &warm[..sent(p.warmup_s, warm)],
         &measure[..sent(p.duration_s, measure)],
@@ -321,4 +386,54 @@ fn note(progress: &Progress, cell: &DiskCell) {
     if let Some(e) = &cell.error {
         progress.note(&format!("{}: {e}", cell.server));
     }
+}
+
+/// `amplab report` on a disk-bound run: its figures and summary again from setup.json and
+/// results.json. Runs from before the disk models (no `parameters.models`) cannot be rebuilt.
+pub fn rebuild(lab: &mut Lab, setup: &Value) -> Result<String, String> {
+    let q = &setup["parameters"];
+    if q.get("models").is_none() {
+        return Err(super::rebuild::old_layout(
+            lab,
+            "it predates the disk models (setup.json has no parameters.models)",
+        ));
+    }
+    let p: Params = super::rebuild::parameters(q)?;
+    let records: Vec<ModelRecord> = super::rebuild::parameters(&q["models"])?;
+    let emus = super::rebuild::emulations(&setup["disk_emulation"])?;
+    let (rows, labels) = super::rebuild::disk_rows(&lab.run.path, |r: &mut Row| &mut r.cell)?;
+    lab.servers = super::rebuild::specs(&labels);
+    let recorded: Option<TraceFacts> =
+        q.get("workload").map(super::rebuild::parameters).transpose()?;
+    // Runs before the trace facts were recorded: the traces are drawn again from the seed.
+    let drawn = std::cell::OnceCell::new();
+    let needs = || drawn.get_or_init(|| redrawn(lab, &p));
+    let facts = recorded.unwrap_or_else(|| TraceFacts::of(needs()));
+    let mut runs = Vec::new();
+    for (record, emu) in records.into_iter().zip(emus) {
+        let cold = record
+            .cold
+            .unwrap_or_else(|| record.rates.iter().map(|&r| cold_share(&p, needs(), r)).collect());
+        let mine = rows.iter().filter(|r| r.cell.model == record.model).cloned().collect();
+        runs.push(ModelRun {
+            emu,
+            rates: record.rates,
+            reference: record.reference,
+            rows: mine,
+            cold,
+        });
+    }
+    report::outputs(lab, &p, &facts, &runs)
+}
+
+/// The traces of a run drawn again from its parameters and seed (no file is written).
+fn redrawn(lab: &Lab, p: &Params) -> Needs {
+    let large = if p.shape.large_share > 0.0 {
+        let (count, range) = specweb::large_plan(lab.quick);
+        specweb::large_sizes(count, range, lab.seed)
+    } else {
+        Vec::new()
+    };
+    let set = specweb::FileSet { root: Default::default(), dirs: p.dirs, bytes: 0, large };
+    Needs::draw(set, p.trace_requests, lab.seed, &p.shape)
 }

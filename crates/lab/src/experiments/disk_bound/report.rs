@@ -3,48 +3,52 @@
 //! rate, latency over time from a cold start) and a section of summary.md.
 
 use super::standing::{self, Entry, Standing};
-use super::{ModelRun, Params, Row};
+use super::{ModelRun, Params, Phase, Row, TraceFacts};
 use crate::datasets::specweb;
 use crate::diskemu::Method;
-use crate::experiments::diskrun::{CELL_COLUMNS, DiskCell, Workload};
+use crate::experiments::diskrun::{CELL_COLUMNS, DiskCell, WindowSource};
 use crate::experiments::who_blocked;
 use crate::experiments::{Lab, failures_section};
 use crate::load::Measurement;
 use crate::report::csv::{Csv, num};
 use crate::report::markdown::table;
-use crate::stats::{Spread, fmt, median, ratio};
+use crate::stats::{Spread, cdf_note, fmt, median, ratio, whiskers_note};
 use crate::svg::{Bars, Chart, Plot, Scale, Series};
 use crate::verdict::{Cmp, judge, ratios};
 
 /// A statistic of a measurement.
 type Stat = fn(&Measurement) -> f64;
 
-/// Writes every output and returns summary.md's text.
-pub fn write(lab: &mut Lab, p: &Params, w: &Workload, runs: &[ModelRun]) -> Result<String, String> {
-    write_raw(lab, runs)?;
+/// Writes the figures and returns summary.md's text (the same from a run and from `amplab
+/// report`).
+pub fn outputs(
+    lab: &mut Lab,
+    p: &Params,
+    facts: &TraceFacts,
+    runs: &[ModelRun],
+) -> Result<String, String> {
     let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
     // amped is compared with the peers, or without any with every other server.
     let mut peers: Vec<bool> = lab.servers.iter().map(|s| !s.is_amped()).collect();
     if !peers.contains(&true) {
         peers = labels.iter().map(|l| l != "amped").collect();
     }
-    let mean_bytes = specweb::mean_bytes(&w.needs.set, &w.needs.measure);
     let workload = format!(
         "SPECweb99-like file set of {} directories (~{} MiB{}), {}, mean response {:.1} KB; ampload open loop at fixed rates over {} persistent connections, {} requests per connection, latency from each request's intended send time; {} s warm-up (another draw of the trace), {} s measured, {} round(s) per rate; disk models {}",
         p.dirs,
         (u64::from(p.dirs) * specweb::dir_bytes()) >> 20,
-        if w.needs.set.large.is_empty() {
+        if facts.large_files.is_empty() {
             String::new()
         } else {
             format!(
                 " + {} large files of {:.0}-{:.0} MB",
-                w.needs.set.large.len(),
-                w.needs.set.large.iter().min().copied().unwrap_or(0) as f64 / 1e6,
-                w.needs.set.large.iter().max().copied().unwrap_or(0) as f64 / 1e6
+                facts.large_files.len(),
+                facts.large_files.iter().min().copied().unwrap_or(0) as f64 / 1e6,
+                facts.large_files.iter().max().copied().unwrap_or(0) as f64 / 1e6
             )
         },
         p.shape.describe(),
-        mean_bytes / 1000.0,
+        facts.mean_response_bytes / 1000.0,
         p.connections,
         p.requests_per_conn,
         p.warmup_s,
@@ -58,17 +62,16 @@ pub fn write(lab: &mut Lab, p: &Params, w: &Workload, runs: &[ModelRun]) -> Resu
     s.push_str("Paper (Table 7, FreeBSD, 3.3 GB, 2300 req/s), ms 5% / median / 95% / mean: New Flash 0.37 / 0.79 / 7.45 / 7.56; New Flash 4p 0.38 / 0.82 / 7.51 / 7.72; Old Flash 3.36 / 37.59 / 326.40 / 92.37; Old Flash 4p 7.05 / 142.65 / 1924.42 / 420.85; Apache 150p 0.70 / 6.64 / 1599.50 / 360.62; Apache 300p 0.78 / 124.98 / 2201.63 / 545.93.\n\n");
     for run in runs {
         let figures = figures(lab, p, run, &labels)?;
-        s.push_str(&section(run, &labels, &peers, &figures, p.window_s.unwrap_or(0.0), lab.quick));
+        s.push_str(&section(run, &labels, &peers, &figures, p, lab.quick));
     }
     let failures: Vec<String> = runs
         .iter()
         .flat_map(|run| &run.rows)
         .filter_map(|r| {
             let rate = r.rate.map_or(String::new(), |x| format!(" at {x} req/s"));
-            r.cell
-                .error
-                .as_ref()
-                .map(|e| format!("{} {}{rate} {}: {e}", r.cell.model, r.phase, r.cell.server))
+            r.cell.error.as_ref().map(|e| {
+                format!("{} {}{rate} {}: {e}", r.cell.model, r.phase.name(), r.cell.server)
+            })
         })
         .collect();
     s.push_str(&failures_section(&failures));
@@ -76,7 +79,7 @@ pub fn write(lab: &mut Lab, p: &Params, w: &Workload, runs: &[ModelRun]) -> Resu
 }
 
 /// results.csv (a row per cell, and per window of a windowed run) and results.json.
-fn write_raw(lab: &mut Lab, runs: &[ModelRun]) -> Result<(), String> {
+pub fn write_raw(lab: &mut Lab, runs: &[ModelRun]) -> Result<(), String> {
     let io = |e: std::io::Error| e.to_string();
     let keys = ["round", "phase", "rate", "window", "t_start_s", "t_end_s"];
     let header: Vec<&str> = keys.iter().copied().chain(CELL_COLUMNS).collect();
@@ -86,7 +89,7 @@ fn write_raw(lab: &mut Lab, runs: &[ModelRun]) -> Result<(), String> {
         let key = |window: String, from: String, to: String| {
             vec![
                 r.round.to_string(),
-                r.phase.to_string(),
+                r.phase.name().to_string(),
                 r.rate.map_or(String::new(), num),
                 window,
                 from,
@@ -112,7 +115,7 @@ fn write_raw(lab: &mut Lab, runs: &[ModelRun]) -> Result<(), String> {
 fn cells<'a>(run: &'a ModelRun, server: &str, rate: f64) -> Vec<&'a DiskCell> {
     run.rows
         .iter()
-        .filter(|r| r.phase == "fixed-rate" && r.rate == Some(rate) && r.cell.server == server)
+        .filter(|r| r.phase == Phase::FixedRate && r.rate == Some(rate) && r.cell.server == server)
         .map(|r| &r.cell)
         .collect()
 }
@@ -147,7 +150,7 @@ fn spread(v: &[f64], decimals: usize) -> String {
 fn capacity(run: &ModelRun, server: &str) -> f64 {
     run.rows
         .iter()
-        .find(|r| r.phase == "capacity" && r.cell.server == server)
+        .find(|r| r.phase == Phase::Capacity && r.cell.server == server)
         .and_then(|r| r.cell.measurement.as_ref())
         .map_or(f64::NAN, |m| m.rps)
 }
@@ -191,16 +194,17 @@ fn figures(
             subtitle: subtitle.clone(),
             x_label: "offered load (requests/s)".into(),
             y_label: format!("{long} response time (ms, log scale)"),
-            x_scale: Scale::Linear,
+            x_scale: Scale::Span,
             y_scale: Scale::Log,
             plot: Plot::Lines(series),
+            note: whiskers_note(p.rounds, "rate"),
         };
         out.push(
             lab.run.write_chart(&format!("latency-vs-rate-{short}-{model}"), &chart).map_err(io)?,
         );
     }
     if let Some(top) = top_rate(run) {
-        out.extend(top_rate_figures(lab, run, labels, top, &subtitle)?);
+        out.extend(top_rate_figures(lab, run, labels, (top, p.rounds), &subtitle)?);
     }
     for (short, long, f) in [("p95", "95th percentile", stats[1].2), ("mean", "mean", stats[2].2)] {
         let mut series = Vec::new();
@@ -219,15 +223,20 @@ fn figures(
                 "Disk-bound workload on {model}: {long} latency over time from a cold start"
             ),
             subtitle: format!(
-                "{} req/s from the moment the page cache was dropped, {} s windows; {subtitle}",
+                "{} req/s from the moment the page cache was dropped, {} s windows{}; {subtitle}",
                 top_rate(run).unwrap_or(0.0),
-                p.window_s.unwrap_or(0.0)
+                p.window_s.unwrap_or(0.0),
+                match p.windows_from {
+                    WindowSource::OneRun => " of one ampload run (requests by due time)",
+                    WindowSource::SeparateRuns => ", one ampload run each",
+                }
             ),
             x_label: "end of window (s since the cold start)".into(),
             y_label: format!("{long} response time (ms, log scale)"),
             x_scale: Scale::Linear,
             y_scale: Scale::Log,
             plot: Plot::Lines(series),
+            note: whiskers_note(p.rounds, "window"),
         };
         out.push(
             lab.run
@@ -252,20 +261,18 @@ fn top_rate_figures(
     lab: &mut Lab,
     run: &ModelRun,
     labels: &[String],
-    top: f64,
+    (top, rounds): (f64, u32),
     subtitle: &str,
 ) -> Result<Vec<String>, String> {
     let io = |e: std::io::Error| e.to_string();
     let model = &run.emu.name;
     let subtitle = format!("{top} req/s; {subtitle}");
-    let mut measured = true;
+    let measured = cdf_measured(run, labels, top);
     let cdf: Vec<Series> = labels
         .iter()
         .map(|l| {
-            let m = cells(run, l, top).last().and_then(|c| c.measurement.as_ref());
-            let (points, from_histogram) = m.map_or((Vec::new(), true), Measurement::cdf);
-            measured &= from_histogram;
-            Series::new(l.clone(), points)
+            let m = cdf_cell(run, l, top);
+            Series::new(l.clone(), m.map_or(Vec::new(), |m| m.cdf().0))
         })
         .collect();
     let cdf = lab
@@ -283,6 +290,7 @@ fn top_rate_figures(
                 x_scale: Scale::Log,
                 y_scale: Scale::Linear,
                 plot: Plot::Lines(cdf),
+                note: cdf_note(measured).into(),
             },
         )
         .map_err(io)?;
@@ -321,10 +329,22 @@ fn top_rate_figures(
                     categories: stats.iter().map(|(n, _)| n.to_string()).collect(),
                     series,
                 },
+                note: whiskers_note(rounds, "bar"),
             },
         )
         .map_err(io)?;
     Ok(vec![cdf, bars])
+}
+
+/// The measurement whose CDF is drawn for `server` at `rate`: its last round's.
+fn cdf_cell<'a>(run: &'a ModelRun, server: &str, rate: f64) -> Option<&'a Measurement> {
+    cells(run, server, rate).last().and_then(|c| c.measurement.as_ref())
+}
+
+/// Whether every CDF drawn at `rate` is a measured histogram (runs before ampload exported
+/// one have only its percentiles).
+fn cdf_measured(run: &ModelRun, labels: &[String], rate: f64) -> bool {
+    labels.iter().filter_map(|l| cdf_cell(run, l, rate)).all(|m| m.cdf().1)
 }
 
 /// The standing of every server at `rate`.
@@ -378,7 +398,7 @@ fn section(
     labels: &[String],
     peers: &[bool],
     figures: &[String],
-    window_s: f64,
+    p: &Params,
     quick: bool,
 ) -> String {
     let emu = &run.emu;
@@ -425,7 +445,7 @@ fn section(
         let busiest = run
             .rows
             .iter()
-            .filter(|r| r.phase == "fixed-rate")
+            .filter(|r| r.phase == Phase::FixedRate)
             .filter_map(|r| r.cell.disk_reads_per_s())
             .fold(0.0, f64::max);
         if busiest < 0.8 * f64::from(iops) {
@@ -434,10 +454,16 @@ fn section(
             ));
         }
     }
-    s.push_str(&windows_part(run, labels, peers, window_s));
+    s.push_str(&windows_part(run, labels, peers, p));
     s.push_str("\nFigures: ");
     s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
-    s.push_str(" (the CDF, at the highest rate, is each server's measured latency histogram, last round; lines and bars are medians over rounds with min–max whiskers).\n\n");
+    let cdf = match top_rate(run) {
+        Some(top) if !cdf_measured(run, labels, top) => {
+            "passes through the 8 percentiles ampload reported (min, 5, 50, 90, 95, 99, 99.9 %, max; this run predates ampload's histogram export), last round"
+        }
+        _ => "is each server's measured latency histogram, last round",
+    };
+    s.push_str(&format!(" (the CDF, at the highest rate, {cdf}; lines and bars are medians over rounds with min–max whiskers).\n\n"));
     if let Some(top) = top_rate(run) {
         s.push_str(&format!("### Compared with the paper ({top} req/s)\n\n"));
         s.push_str(&comparison(run, labels, top, quick));
@@ -455,7 +481,9 @@ fn who_blocked(run: &ModelRun, labels: &[String]) -> String {
         .filter_map(|l| {
             // The last run at the top rate that was measured without failing, else the last.
             let at_top = |r: &&Row| {
-                r.phase == "fixed-rate" && &r.cell.server == l && (top.is_none() || r.rate == top)
+                r.phase == Phase::FixedRate
+                    && &r.cell.server == l
+                    && (top.is_none() || r.rate == top)
             };
             let ok = |r: &&Row| r.cell.measurement.is_some() && r.cell.error.is_none();
             let r = run
@@ -531,7 +559,7 @@ fn rate_table(run: &ModelRun, labels: &[String], rate: f64, fuse: bool) -> Strin
 fn window_cells<'a>(run: &'a ModelRun, server: &str) -> Vec<&'a DiskCell> {
     run.rows
         .iter()
-        .filter(|r| r.phase == "windows" && r.cell.server == server)
+        .filter(|r| r.phase == Phase::Windows && r.cell.server == server)
         .map(|r| &r.cell)
         .collect()
 }
@@ -545,18 +573,25 @@ fn window_values(run: &ModelRun, server: &str, i: usize, f: Stat) -> Vec<f64> {
 }
 
 /// Latency over time from a cold start: a table of windows × servers and the standings.
-fn windows_part(run: &ModelRun, labels: &[String], peers: &[bool], window_s: f64) -> String {
+fn windows_part(run: &ModelRun, labels: &[String], peers: &[bool], p: &Params) -> String {
+    let window_s = p.window_s.unwrap_or(0.0);
     let servers: Vec<(&String, bool)> = labels
         .iter()
         .zip(peers.iter().copied())
         .filter(|(l, _)| !window_cells(run, l).is_empty())
         .collect();
-    let Some(first) = run.rows.iter().find(|r| r.phase == "windows") else {
+    let Some(first) = run.rows.iter().find(|r| r.phase == Phase::Windows) else {
         return String::new();
     };
     let n = run.rows.iter().map(|r| r.cell.windows.len()).max().unwrap_or(0);
+    let how = match p.windows_from {
+        WindowSource::OneRun => format!(
+            "was loaded by one ampload run whose consecutive {window_s} s windows (`--interval --interval-by start`, from the moment its schedule started) each hold the requests due in them, however late they were answered; a window's disk reads are those the disk served while it lasted (results.csv: `windows` rows, `t_start_s`/`t_end_s` in seconds since the cold server answered its probe)"
+        ),
+        WindowSource::SeparateRuns => "was measured in consecutive windows, one ampload run each, back to back (each opening its connections anew; the times are as scheduled, results.csv has when each really started and ended, a window whose answers came late ending late), the request stream continuing from one to the next".to_string(),
+    };
     let mut s = format!(
-        "\n### Latency over time from a cold start ({} req/s)\n\nEach server started cold (the page cache dropped) and was measured in consecutive windows (as scheduled; results.csv has when each really started and ended), the request stream continuing from one to the next; 95% / mean ms per window (medians over rounds, min–max in brackets when there are several), and over the whole run its read amplification:\n\n",
+        "\n### Latency over time from a cold start ({} req/s)\n\nEach server started cold (the page cache dropped) and {how}; 95% / mean ms per window (medians over rounds, min–max in brackets when there are several), and over the whole run its read amplification:\n\n",
         first.rate.unwrap_or(0.0)
     );
     let mut header = vec!["window (s)".to_string()];
@@ -564,7 +599,7 @@ fn windows_part(run: &ModelRun, labels: &[String], peers: &[bool], window_s: f64
     let mut body = Vec::new();
     let mut claims = Vec::new();
     for i in 0..n {
-        // Scheduled times; a window whose answers came late ended later (results.csv).
+        // Scheduled times (separate runs: a window whose answers came late ended later).
         let label =
             format!("{}–{}", fmt(i as f64 * window_s, 1), fmt((i + 1) as f64 * window_s, 1));
         let mut row = vec![label.clone()];

@@ -34,6 +34,7 @@ use super::event_loop::{EventLoop, JobRunner};
 use super::job_results::JobResults;
 use crate::pipeline::{Job, JobDone, Pipeline};
 use crate::stats::bump;
+use crate::tls::TlsContext;
 use stage::{Core, Stage};
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -137,12 +138,13 @@ impl Drop for Stages {
     }
 }
 
-/// Serves `listener` with the socket stage and the two job stages until shutdown.
+/// Serves `listener` (over TLS with `tls`) with the socket stage and the two job stages until shutdown.
 pub fn run(
     pipeline: Arc<Pipeline>,
     listener: TcpListener,
+    tls: Option<Arc<TlsContext>>,
     shutdown: &AtomicBool,
 ) -> std::io::Result<()> {
     let stages = Stages::start(pipeline.clone())?;
-    EventLoop::new(pipeline, stages, listener)?.run(shutdown)
+    EventLoop::new(pipeline, stages, listener)?.speaking(tls).run(shutdown)
 }

@@ -1,5 +1,6 @@
-//! Cold file reads under io_uring: at most `limit` on the disk at once, the others waiting in
-//! user space, oldest response first.
+//! Cold file reads under io_uring: at most the disk-concurrency bound on the disk at once
+//! (adapted to the disk's throughput unless `--disk-concurrency` fixes it, see
+//! [`crate::arch::disk_concurrency`]), the others waiting in user space, oldest response first.
 //!
 //! Without a gate every connection's read goes to the kernel at once, and the disk serves them
 //! in arrival order: behind a saturated disk each chunk of a large file queues behind every
@@ -8,6 +9,7 @@
 //! already in memory (the residency test says so) never wait here: they complete during
 //! submission.
 
+use crate::arch::disk_concurrency::DiskConcurrency;
 use crate::arch::read_lane::Aged;
 use crate::cache::FileEntry;
 use std::cmp::Reverse;
@@ -38,21 +40,21 @@ pub(crate) fn queue_key(since: Option<Instant>, now: Instant) -> Instant {
 
 /// The gate: slots in use and the reads waiting for one.
 pub(super) struct DiskGate {
-    limit: usize,
+    bound: DiskConcurrency,
     in_flight: usize,
     seq: u64,
     waiting: BinaryHeap<Reverse<Aged<ColdRead>>>,
 }
 
 impl DiskGate {
-    /// A gate letting `limit` (at least one) cold reads run at once.
-    pub fn new(limit: usize) -> DiskGate {
-        DiskGate { limit: limit.max(1), in_flight: 0, seq: 0, waiting: BinaryHeap::new() }
+    /// A gate letting `bound` cold reads run at once.
+    pub fn new(bound: DiskConcurrency) -> DiskGate {
+        DiskGate { bound, in_flight: 0, seq: 0, waiting: BinaryHeap::new() }
     }
 
     /// Takes a slot if one is free (then the caller submits the read).
     pub fn try_start(&mut self) -> bool {
-        let free = self.in_flight < self.limit;
+        let free = self.in_flight < self.bound.limit();
         self.in_flight += usize::from(free);
         free
     }
@@ -64,14 +66,21 @@ impl DiskGate {
         self.waiting.push(Reverse(Aged::new(key, self.seq, read)));
     }
 
-    /// A cold read finished (or was abandoned): its slot frees.
-    pub fn finished(&mut self) {
+    /// A cold read finished, having moved `bytes`: its slot frees, and the bound learns
+    /// from it.
+    pub fn finished(&mut self, bytes: u64) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.bound.finished(Instant::now(), bytes, self.waiting.len());
+    }
+
+    /// A slot taken for a read that was abandoned (its connection went): it frees.
+    pub fn released(&mut self) {
         self.in_flight = self.in_flight.saturating_sub(1);
     }
 
     /// The oldest waiting read, with a slot taken for it, if a slot is free.
     pub fn next(&mut self) -> Option<ColdRead> {
-        if self.in_flight >= self.limit {
+        if self.in_flight >= self.bound.limit() {
             return None;
         }
         let Reverse(w) = self.waiting.pop()?;
@@ -111,7 +120,7 @@ mod tests {
 
     #[test]
     fn slots_are_bounded_and_waiting_reads_start_oldest_first() {
-        let mut gate = DiskGate::new(2);
+        let mut gate = DiskGate::new(DiskConcurrency::fixed(2));
         assert!(gate.try_start() && gate.try_start());
         assert!(!gate.try_start(), "third read must wait");
         let t0 = Instant::now();
@@ -120,11 +129,11 @@ mod tests {
         gate.wait(t0 + Duration::from_millis(5), read(3));
         assert_eq!(gate.waiting(), 3);
         assert!(gate.next().is_none(), "no slot free yet");
-        gate.finished();
+        gate.finished(1);
         assert_eq!(gate.next().map(|r| r.token), Some(2), "the oldest response first");
         assert!(gate.next().is_none());
-        gate.finished();
-        gate.finished();
+        gate.finished(1);
+        gate.released();
         assert_eq!(gate.next().map(|r| r.token), Some(1), "equal ages in arrival order");
         assert_eq!(gate.next().map(|r| r.token), Some(3));
         assert!(gate.next().is_none() && gate.waiting() == 0);

@@ -10,6 +10,11 @@
 //! cache. The memory each operation lends the kernel is owned by [`amped_sys::uring::Ring`]
 //! until its completion, so this file needs no `unsafe`.
 //!
+//! HTTPS ([`tls`]): a TLS connection receives ciphertext into a buffer of its own and decrypts
+//! it into its request bytes; each gather list of a response is encrypted and the ciphertext
+//! sent in its place (a response goes on once its ciphertext is sent); handshake messages
+//! leave the same way between receives. The handshake is read under the header timeout.
+//!
 //! Every connection has at most one ring operation in flight. Closing a connection with one in
 //! flight cancels it and waits for its completion before the descriptor is closed, so a
 //! descriptor number is never reused under a pending operation. Timeouts (header, idle, send)
@@ -20,13 +25,16 @@
 mod disk_gate;
 mod open;
 mod send;
+mod tls;
 
 use super::amped::HelperPool;
+use super::disk_concurrency::DiskConcurrency;
 use super::event_loop::JobRunner;
 use super::lifecycle::{ACCEPT_BACKOFF, Lifecycle, Phase, TICK};
 use crate::disk::translate::Translation;
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
+use crate::tls::TlsContext;
 use amped_sys::listen::is_fd_exhaustion;
 use amped_sys::residency;
 use amped_sys::uring::{Completion, Event, OpId, Ring};
@@ -40,6 +48,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
+use tls::RingTls;
 
 const ACCEPT: u64 = u64::MAX;
 const WAKER: u64 = u64::MAX - 1;
@@ -67,11 +76,12 @@ fn open_ring(entries: u32) -> io::Result<Ring> {
     })
 }
 
-/// Serves `listener` with an io_uring loop until shutdown. Fails at once, with a one-line
-/// reason, if the kernel refuses io_uring.
+/// Serves `listener` (over TLS with `tls`) with an io_uring loop until shutdown. Fails at
+/// once, with a one-line reason, if the kernel refuses io_uring.
 pub fn run(
     pipeline: Arc<Pipeline>,
     listener: TcpListener,
+    tls: Option<Arc<TlsContext>>,
     shutdown: &AtomicBool,
 ) -> io::Result<()> {
     let ring = open_ring(RING_ENTRIES)?;
@@ -79,7 +89,9 @@ pub fn run(
     listener.set_nonblocking(false)?;
     let _ = socket2::SockRef::from(&listener).set_tcp_nodelay(true); // (not on a Unix socket)
     let helpers = HelperPool::start(pipeline.clone(), pipeline.cfg.helpers)?;
-    UringLoop::new(pipeline, ring, helpers, listener).run(shutdown)
+    let mut ring_loop = UringLoop::new(pipeline, ring, helpers, listener);
+    ring_loop.tls = tls;
+    ring_loop.run(shutdown)
 }
 
 struct Conn {
@@ -96,11 +108,15 @@ struct Conn {
     timed_out: bool,
     /// Bytes of an unfinished request had arrived when the receive was submitted.
     partial: bool,
-    out: Option<Sending>,
-    opening: Option<Opening>,
+    /// Boxed, as are `opening` and a waiting request (`ConnState::pending`): an idle
+    /// connection then holds only a pointer for each (≈ 1 KiB less per connection).
+    out: Option<Box<Sending>>,
+    opening: Option<Box<Opening>>,
     /// Idle past [`DOZE_AFTER`]: the receive was cancelled and the connection waits with a
     /// poll, holding no buffer (its next request gets one when it is readable).
     dozing: bool,
+    /// The TLS session of an HTTPS connection.
+    tls: Option<Box<RingTls>>,
 }
 
 struct UringLoop {
@@ -122,6 +138,8 @@ struct UringLoop {
     spare_recv: Vec<Vec<u8>>,
     /// Receive buffers freed since the last sweep.
     freed_recv: usize,
+    /// The listener serves HTTPS with this context.
+    tls: Option<Arc<TlsContext>>,
 }
 
 impl UringLoop {
@@ -132,9 +150,10 @@ impl UringLoop {
         listener: TcpListener,
     ) -> Self {
         UringLoop {
-            gate: DiskGate::new(pipeline.cfg.helpers),
+            gate: DiskGate::new(DiskConcurrency::configured(&pipeline.cfg)),
             spare_recv: Vec::new(),
             freed_recv: 0,
+            tls: None,
             pipeline,
             ring,
             helpers,
@@ -176,6 +195,9 @@ impl UringLoop {
             }
             let now = Instant::now();
             if life.sweep_due(now) {
+                // Results are also collected on the sweep, so a wake-up that went missing
+                // would cost at most one tick, never a hang.
+                self.on_waker(true);
                 self.sweep(now);
             }
         }
@@ -223,6 +245,13 @@ impl UringLoop {
     }
 
     fn register(&mut self, sock: OwnedFd, peer: Option<SocketAddr>) {
+        let tls = match &self.tls {
+            None => None,
+            Some(ctx) => match ctx.session() {
+                Ok(session) => Some(Box::new(RingTls::new(session))),
+                Err(_) => return, // (the socket closes)
+            },
+        };
         self.next_gen = self.next_gen.wrapping_add(1);
         let peer = peer.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
         let key = self.conns.insert(Conn {
@@ -238,6 +267,7 @@ impl UringLoop {
             out: None,
             opening: None,
             dozing: false,
+            tls,
         });
         bump(self.pipeline.stats.connections_accepted());
         bump(self.pipeline.stats.connections_open());
@@ -271,7 +301,7 @@ impl UringLoop {
     fn on_step(&mut self, key: usize, step: Step) {
         match step {
             Step::Respond(resp) => {
-                self.conns[key].out = Some(Sending::new(resp));
+                self.conns[key].out = Some(Box::new(Sending::new(resp)));
                 self.pump(key);
             }
             Step::Block(job) => self.run_job(key, job),
@@ -287,6 +317,18 @@ impl UringLoop {
         let c = &mut self.conns[key];
         let out = c.out.as_mut().expect("a response in flight");
         match out.next(|| spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK))) {
+            Next::Send(g, more) if c.tls.is_some() => {
+                // Encrypt what the session takes; its ciphertext goes out in place of `g`.
+                let tls = c.tls.as_mut().expect("a TLS connection");
+                match tls.encrypt(&g, !more && out.resp.close) {
+                    Ok(n) => out.sent(g, n),
+                    Err(_) => {
+                        out.restore(g);
+                        return self.close(key);
+                    }
+                }
+                self.send_tls_output(key);
+            }
             Next::Send(g, more) => {
                 c.op = Some(self.ring.send(token, c.sock.as_fd(), g, more));
                 c.phase = Phase::Send;
@@ -324,7 +366,8 @@ impl UringLoop {
         }
     }
 
-    /// Submits a receive into the connection's input buffer.
+    /// Submits a receive into the connection's input buffer (a TLS connection: into a
+    /// ciphertext buffer).
     fn receive(&mut self, key: usize) {
         let token = self.token(key);
         let cfg = &self.pipeline.cfg;
@@ -340,7 +383,10 @@ impl UringLoop {
         c.partial = c.state.has_partial_request();
         let cap = if c.state.inbuf.is_empty() { RECV_FIRST } else { RECV_MORE };
         let want = c.state.read_hint(cfg.limits.max_head_bytes).min(cap);
-        let mut buf = std::mem::take(&mut c.state.inbuf);
+        let (mut buf, want) = match c.tls {
+            None => (std::mem::take(&mut c.state.inbuf), want),
+            Some(_) => (Vec::new(), RECV_MORE), // a TLS record is up to 16 KiB and change
+        };
         if buf.capacity() == 0
             && let Some(spare) = self.spare_recv.pop()
         {
@@ -361,7 +407,7 @@ impl UringLoop {
                 match self.ring.open(token, &opening.path) {
                     Ok(op) => {
                         c.op = Some(op);
-                        c.opening = Some(opening);
+                        c.opening = Some(Box::new(opening));
                     }
                     Err(e) => {
                         let OpenStep::Done(r) = opening.opened(Err(e)) else {
@@ -418,17 +464,37 @@ impl UringLoop {
         self.on_conn_event_awake(key, event);
     }
 
+    /// The receive cancelled by the header timeout is back: answer 408 (from here the send
+    /// timeout applies).
+    fn answer_timeout(&mut self, key: usize) {
+        let c = &mut self.conns[key];
+        c.timed_out = false;
+        let resp = self.pipeline.timeout_response(c.state.peer, &c.state.inbuf);
+        c.out = Some(Box::new(Sending::new(resp)));
+        self.pump(key)
+    }
+
     /// A completion for a connection that is not dozing.
     fn on_conn_event_awake(&mut self, key: usize, event: Event) {
         let c = &mut self.conns[key];
         match event {
+            Event::Received(r, buf) if c.tls.is_some() => {
+                let ok = self.tls_received(key, r, buf);
+                let c = &self.conns[key];
+                if c.timed_out {
+                    return self.answer_timeout(key);
+                }
+                match c.tls.as_ref().map(|t| t.wants_write()) {
+                    _ if !ok => self.close(key),
+                    Some(true) => self.send_tls_output(key),
+                    _ => self.advance(key),
+                }
+            }
+            Event::Sent(r, g) if c.tls.is_some() => self.tls_sent(key, r, g),
             Event::Received(r, buf) => {
                 c.state.inbuf = buf;
                 if c.timed_out {
-                    c.timed_out = false; // from here the send timeout applies to the 408
-                    let resp = self.pipeline.timeout_response(c.state.peer, &c.state.inbuf);
-                    c.out = Some(Sending::new(resp));
-                    return self.pump(key);
+                    return self.answer_timeout(key);
                 }
                 match r {
                     Ok(0) | Err(_) => self.close(key),
@@ -462,7 +528,7 @@ impl UringLoop {
                     self.close(key); // read error, or the file shrank under the response
                 }
                 if was_cold {
-                    self.gate.finished();
+                    self.gate.finished(n as u64);
                     self.start_waiting_reads();
                 }
             }
@@ -549,7 +615,7 @@ impl UringLoop {
             // Abandoned mid-response: log what was sent.
             self.pipeline.complete(&out.resp, out.body_sent);
             if out.cold_read {
-                self.gate.finished();
+                self.gate.released();
                 self.start_waiting_reads();
             }
         }
@@ -561,7 +627,7 @@ impl UringLoop {
     fn start_waiting_reads(&mut self) {
         while let Some(r) = self.gate.next() {
             let Some(key) = self.live_key(r.token) else {
-                self.gate.finished();
+                self.gate.released();
                 continue;
             };
             let c = &mut self.conns[key];
@@ -575,7 +641,7 @@ impl UringLoop {
                     let op = self.ring.read(r.token, r.file.file.as_fd(), buf, r.offset, r.max);
                     c.op = Some(op);
                 }
-                _ => self.gate.finished(),
+                _ => self.gate.released(),
             }
         }
     }
