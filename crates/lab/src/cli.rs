@@ -97,10 +97,17 @@ pub struct CommonArgs {
     #[arg(long)]
     pub no_pin: bool,
 
-    /// Run amped without its DeBox profile in disk-bound cells (the profile costs about 3 %
-    /// of the server's CPU; without it the summaries have no "who blocked where" table).
+    /// Profile nobody: amped without its DeBox profile (it costs about 3 % of the server's
+    /// CPU), and no peer profile from outside (/proc readings and a `perf trace` slice after
+    /// each measured phase); the summaries then have no "who blocked where" table.
     #[arg(long)]
     pub no_profile: bool,
+
+    /// Length of the `perf trace` slice that profiles a peer from outside, after its measured
+    /// phase, with the same load (default 2 s; quick: 0.5 s). perf trace slows a server a lot,
+    /// so it never runs while the experiment's numbers are measured.
+    #[arg(long, value_name = "SECONDS")]
+    pub profile_slice: Option<f64>,
 
     /// Seed for generated files and traces.
     #[arg(long, default_value_t = 1)]

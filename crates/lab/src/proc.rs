@@ -91,6 +91,11 @@ impl ServerProcess {
         self.pgid.as_raw_nonzero().get()
     }
 
+    /// The process group (the server's first process's pid): every process it forks is in it.
+    pub fn pgid(&self) -> u32 {
+        self.pgid.as_raw_nonzero().get() as u32
+    }
+
     /// The piped stdout (taken once).
     pub fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
         self.child.as_mut().and_then(|c| c.stdout.take())

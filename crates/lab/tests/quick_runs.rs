@@ -53,6 +53,52 @@ fn single_file_quick() {
     run.assert_report_rebuilds();
 }
 
+/// A peer's cells are profiled from outside: /proc while measured, then a `perf trace` slice,
+/// and the summary's "who blocked where" table has its row (skipped, saying why, where perf
+/// trace or the peer is missing).
+#[test]
+fn a_peer_is_profiled_from_outside() {
+    if program_missing("lighttpd") {
+        eprintln!("skipped: lighttpd is not installed (amplab install-peers)");
+        return;
+    }
+    let perf_works = std::process::Command::new("perf")
+        .args(["trace", "-s", "--", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !perf_works {
+        eprintln!("skipped: `perf trace` does not work here (not installed, or not root)");
+        return;
+    }
+    let run = amplab(&["single-file", "--servers", "amped,lighttpd", "--sizes", "1K,100K"]);
+    run.assert_ok();
+    let summary = run.read("summary.md");
+    let who = summary.split("## Who blocked where").nth(1).expect("a who-blocked-where section");
+    let row =
+        who.lines().find(|l| l.starts_with("| lighttpd |")).unwrap_or_else(|| panic!("{who}"));
+    assert!(row.contains("perf trace") && row.contains("slice"), "{row}");
+    assert!(who.lines().any(|l| l.starts_with("| amped |")), "{who}");
+    assert!(who.contains("Ranked by") || who.contains("Nobody blocks"), "{who}");
+    assert!(run.out.join("profiles/lighttpd.perf.txt").is_file());
+    let profiles = run.json("profiles.json");
+    let lighttpd = profiles
+        .as_array()
+        .and_then(|a| a.iter().find(|p| p["server"] == "lighttpd"))
+        .expect("lighttpd's profile");
+    let slice = &lighttpd["profile"]["slice"];
+    assert!(slice["requests"].as_u64().is_some_and(|n| n > 0), "{lighttpd}");
+    assert!(slice["roles"]["loop"]["counters"]["threads"] == 1, "one lighttpd loop: {lighttpd}");
+    assert!(slice["calls"]["loop epoll_wait"]["count"].as_u64().is_some_and(|n| n > 0));
+    // The summary is rebuilt the same from profiles.json.
+    let (before, after) = run.report();
+    assert_eq!(before, after);
+    // --no-profile: no profile at all.
+    let plain = amplab(&["single-file", "--servers", "lighttpd", "--sizes", "1K", "--no-profile"]);
+    plain.assert_ok();
+    assert!(!plain.read("summary.md").contains("Who blocked where"));
+    assert!(!plain.out.join("profiles").exists());
+}
+
 #[test]
 fn optimizations_quick() {
     let run = amplab(&["optimizations"]);

@@ -169,6 +169,143 @@ struct SendMsg {
 struct Slot {
     generation: u32,
     op: Option<(u64, Held)>,
+    /// With `--debox`: when the operation was queued and how many `io_uring_enter`s had
+    /// returned then.
+    queued: Option<(Instant, u64)>,
+}
+
+/// Ring operations as `--debox` counts them (per opcode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum OpKind {
+    /// `IORING_OP_ACCEPT`.
+    Accept,
+    /// `IORING_OP_RECV`.
+    Recv,
+    /// `IORING_OP_POLL_ADD` (a dozing connection's one-shot poll, the helpers' eventfd).
+    Poll,
+    /// `IORING_OP_SENDMSG`.
+    SendMsg,
+    /// `IORING_OP_READ` of a file.
+    Read,
+    /// `IORING_OP_OPENAT`.
+    OpenAt,
+    /// `IORING_OP_STATX`.
+    Statx,
+}
+
+impl OpKind {
+    /// Every kind, in output order.
+    pub const ALL: [OpKind; 7] = [
+        OpKind::Accept,
+        OpKind::Recv,
+        OpKind::Poll,
+        OpKind::SendMsg,
+        OpKind::Read,
+        OpKind::OpenAt,
+        OpKind::Statx,
+    ];
+
+    /// The opcode's name in the profile.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Accept => "accept",
+            OpKind::Recv => "recv",
+            OpKind::Poll => "poll_add",
+            OpKind::SendMsg => "sendmsg",
+            OpKind::Read => "read",
+            OpKind::OpenAt => "openat",
+            OpKind::Statx => "statx",
+        }
+    }
+
+    /// Operations whose time in flight is the client's (or the helpers'), not a wait of the
+    /// server's: an accept or receive waits for a peer to send.
+    pub fn waits_for_peer(self) -> bool {
+        matches!(self, OpKind::Accept | OpKind::Recv | OpKind::Poll)
+    }
+
+    /// Operations that may wait for the disk.
+    pub fn may_wait_for_disk(self) -> bool {
+        matches!(self, OpKind::Read | OpKind::OpenAt | OpKind::Statx)
+    }
+
+    fn of(held: &Held) -> OpKind {
+        match held {
+            Held::Accept(_) => OpKind::Accept,
+            Held::Recv(_) => OpKind::Recv,
+            Held::Read(_) => OpKind::Read,
+            Held::Send(_) => OpKind::SendMsg,
+            Held::Open(_) => OpKind::OpenAt,
+            Held::Statx(_) => OpKind::Statx,
+            Held::Poll => OpKind::Poll,
+        }
+    }
+}
+
+/// One opcode's totals (`--debox`): from the moment an operation was queued to the moment the
+/// loop took its completion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpTotals {
+    /// Operations completed.
+    pub count: u64,
+    /// Completed with an error (a cancellation included).
+    pub errors: u64,
+    /// Queued → completion taken, total, ns.
+    pub total_ns: u64,
+    /// The longest, ns.
+    pub max_ns: u64,
+    /// Operations that took the slow threshold (`--debox-stall-ms`) or longer.
+    pub slow: u64,
+    /// Their time, ns.
+    pub slow_ns: u64,
+    /// Completed only after a later `io_uring_enter` than the one that submitted them: they
+    /// could not finish while being submitted (a read that went async to the disk, a receive
+    /// waiting for the client).
+    pub after_wait: u64,
+}
+
+impl OpTotals {
+    fn add(&mut self, ns: u64, error: bool, slow: bool, after_wait: bool) {
+        self.count += 1;
+        self.errors += u64::from(error);
+        self.total_ns += ns;
+        self.max_ns = self.max_ns.max(ns);
+        if slow {
+            self.slow += 1;
+            self.slow_ns += ns;
+        }
+        self.after_wait += u64::from(after_wait);
+    }
+
+    fn merge(&mut self, o: &OpTotals) {
+        self.count += o.count;
+        self.errors += o.errors;
+        self.total_ns += o.total_ns;
+        self.max_ns = self.max_ns.max(o.max_ns);
+        self.slow += o.slow;
+        self.slow_ns += o.slow_ns;
+        self.after_wait += o.after_wait;
+    }
+}
+
+/// Every ring's totals, merged after each batch of completions.
+static OP_TOTALS: std::sync::Mutex<[OpTotals; 7]> = std::sync::Mutex::new(
+    [OpTotals { count: 0, errors: 0, total_ns: 0, max_ns: 0, slow: 0, slow_ns: 0, after_wait: 0 };
+        7],
+);
+
+/// Operations slower than this count as slow (`--debox-stall-ms`, set by the server).
+static SLOW_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1_000_000);
+
+/// Sets the slow threshold of ring operations.
+pub fn set_slow_threshold(t: Duration) {
+    SLOW_NS.store(t.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The ring operations' totals so far (with `--debox`), per opcode that completed any.
+pub fn op_totals() -> Vec<(OpKind, OpTotals)> {
+    let t = OP_TOTALS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    OpKind::ALL.iter().zip(t.iter()).filter(|(_, t)| t.count > 0).map(|(k, t)| (*k, *t)).collect()
 }
 
 /// An io_uring instance plus the table of operations in flight.
@@ -179,6 +316,11 @@ pub struct Ring {
     live: usize,
     /// Completions copied out of the queue (reused between calls).
     ready: Vec<(u64, i32, u32)>,
+    /// `io_uring_enter`s returned so far.
+    enters: u64,
+    /// With `--debox`: this batch's totals per opcode (merged into [`OP_TOTALS`]).
+    ops: [OpTotals; 7],
+    ops_dirty: bool,
 }
 
 impl Ring {
@@ -234,7 +376,16 @@ impl Ring {
                 ));
             }
         }
-        Ok(Ring { ring, slots: Vec::new(), free: Vec::new(), live: 0, ready: Vec::new() })
+        Ok(Ring {
+            ring,
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            ready: Vec::new(),
+            enters: 0,
+            ops: [OpTotals::default(); 7],
+            ops_dirty: false,
+        })
     }
 
     /// Operations in flight.
@@ -376,7 +527,10 @@ impl Ring {
         let ts = types::Timespec::from(timeout);
         let args = types::SubmitArgs::new().timespec(&ts);
         let submitter = self.ring.submitter();
-        match around(Call::UringEnter, About::Nothing, || submitter.submit_with_args(1, &args)) {
+        let result =
+            around(Call::UringEnter, About::Nothing, || submitter.submit_with_args(1, &args));
+        self.enters += 1;
+        match result {
             Ok(_) => Ok(()),
             Err(e)
                 if matches!(
@@ -405,6 +559,14 @@ impl Ring {
             }
         }
         self.ready = ready;
+        if self.ops_dirty {
+            let mut all = OP_TOTALS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (total, batch) in all.iter_mut().zip(self.ops.iter_mut()) {
+                total.merge(batch);
+                *batch = OpTotals::default();
+            }
+            self.ops_dirty = false;
+        }
     }
 
     fn complete(&mut self, user_data: u64, res: i32, more: bool) -> Option<Completion> {
@@ -422,6 +584,15 @@ impl Ring {
             });
         }
         let (token, held) = slot.op.take()?;
+        if let Some((at, enters)) = slot.queued.take() {
+            let ns = at.elapsed().as_nanos() as u64;
+            let slow = ns >= SLOW_NS.load(std::sync::atomic::Ordering::Relaxed);
+            // Queued before enter number `enters + 1`, which submitted it; taken now, after
+            // `self.enters` of them.
+            let after_wait = self.enters > enters + 1;
+            self.ops[OpKind::of(&held) as usize].add(ns, res < 0, slow, after_wait);
+            self.ops_dirty = true;
+        }
         self.free.push(index as u32);
         self.live -= 1;
         let r = status(res);
@@ -458,13 +629,14 @@ impl Ring {
         let index = match self.free.pop() {
             Some(i) => i as usize,
             None => {
-                self.slots.push(Slot { generation: 0, op: None });
+                self.slots.push(Slot { generation: 0, op: None, queued: None });
                 self.slots.len() - 1
             }
         };
         let slot = &mut self.slots[index];
         slot.generation = slot.generation.wrapping_add(1);
         slot.op = Some((token, held));
+        slot.queued = crate::debox::enabled().then(|| (Instant::now(), self.enters));
         self.live += 1;
         let user_data = (u64::from(slot.generation) << 32) | index as u64;
         debug_assert_ne!(user_data, CANCEL_TAG);

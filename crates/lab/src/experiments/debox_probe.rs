@@ -1,8 +1,9 @@
 //! The DeBox profile of amped cells (docs/DEBOX.md): amped servers run with `--debox` and a
 //! stats path; the profile is read when the measured phase begins and when it ends, and the
 //! difference — per thread role and call: calls, how many blocked, time asleep, major faults,
-//! and the loop's stalls in disk calls — says who blocked where while measured. Peers are not
-//! profiled here (`perf trace -s` from outside is the next step).
+//! and the loop's stalls in disk calls — says who blocked where while measured. Peers are
+//! profiled from outside instead ([`super::outside_profile`]); both go into one table
+//! ([`super::who_blocked`]).
 
 use crate::servers::{ServerKind, ServerSpec};
 use serde::{Deserialize, Serialize};
@@ -54,6 +55,22 @@ impl Blocking {
                 );
             }
         }
+        // uring: ring operations that may wait for the disk and were slow, as a "ring" role
+        // (the loop never waits in them; the request that asked does).
+        for op in p["ring_ops"]["ops"].as_array().into_iter().flatten() {
+            if op["may_wait_for_disk"].as_bool() != Some(true) {
+                continue;
+            }
+            calls.insert(
+                format!("ring {}", op["op"].as_str().unwrap_or("?")),
+                CallTotals {
+                    count: op["count"].as_u64().unwrap_or(0),
+                    blocked: op["slow"].as_u64().unwrap_or(0),
+                    slept_us: op["slow_us"].as_f64().unwrap_or(0.0),
+                    major_faults: 0,
+                },
+            );
+        }
         Blocking { calls, loop_disk_stalls: p["stalls"]["in_disk_calls"].as_u64().unwrap_or(0) }
     }
 
@@ -92,8 +109,17 @@ impl Blocking {
 
     /// The `n` (role, call)s that slept longest, as `role call: blocked× ms`.
     pub fn top(&self, n: usize) -> String {
+        self.top_where(n, |_| true)
+    }
+
+    /// [`Blocking::top`] of one role's calls.
+    pub fn top_of(&self, role: &str, n: usize) -> String {
+        self.top_where(n, |k| k.split(' ').next() == Some(role))
+    }
+
+    fn top_where(&self, n: usize, keep: impl Fn(&str) -> bool) -> String {
         let mut v: Vec<(&String, &CallTotals)> =
-            self.calls.iter().filter(|(_, c)| c.blocked > 0).collect();
+            self.calls.iter().filter(|(k, c)| c.blocked > 0 && keep(k)).collect();
         v.sort_by(|a, b| b.1.slept_us.total_cmp(&a.1.slept_us));
         let parts: Vec<String> = v
             .iter()
@@ -140,34 +166,6 @@ pub fn fetch(port: u16) -> Option<Blocking> {
     json["debox"].as_bool().filter(|on| *on).map(|_| Blocking::from_profile(&json))
 }
 
-/// The "who blocked where" table of a summary: one row per profiled server.
-pub fn table(rows: &[(String, Blocking, f64, u64)]) -> String {
-    let body: Vec<Vec<String>> = rows
-        .iter()
-        .map(|(label, b, measured_s, requests)| {
-            vec![
-                label.clone(),
-                format!("{:.1}", b.asleep_share("loop", *measured_s) * 100.0),
-                format!("{:.2}", b.asleep_share("helper", *measured_s)),
-                b.loop_disk_stalls.to_string(),
-                format!("{:.3}", b.major_faults() as f64 / (*requests).max(1) as f64),
-                b.top(3),
-            ]
-        })
-        .collect();
-    crate::report::markdown::table(
-        &[
-            "server",
-            "loop asleep %",
-            "helpers asleep (threads)",
-            "loop disk stalls",
-            "major faults / req",
-            "longest sleepers (role call: times blocked, ms asleep)",
-        ],
-        &body,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,7 +198,8 @@ mod tests {
         assert!((d.asleep_share("helper", 2.0) - 1.0).abs() < 1e-9);
         assert_eq!(format!("{:.2}", d.asleep_share("worker", 2.0)), "0.00", "not -0.00");
         assert_eq!(d.top(1), "helper splice_in: 10× 2000 ms");
-        let t = table(&[("amped".into(), d, 2.0, 100)]);
+        let row = crate::experiments::who_blocked::amped_row("amped", &d, 2.0, 100, None);
+        let t = crate::experiments::who_blocked::table(&[row]);
         assert!(t.contains("| amped | 2.5 | 1.00 | 3 | 0.000 | helper splice_in: 10× 2000 ms; loop sendfile: 3× 50 ms |"), "{t}");
     }
 

@@ -16,7 +16,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Lab;
+use super::{Lab, outside_profile};
 use crate::cli::{DiskArgs, DiskEmulationArg};
 use crate::datasets::specweb::{self, FileSet, Request};
 use crate::diskemu::{Cgroup, CgroupStats, DiskEmulation, Method, Wanted};
@@ -107,6 +107,10 @@ pub struct DiskCell {
     /// amped: who blocked where while measured (its DeBox profile's difference).
     #[serde(default)]
     pub debox: Option<super::debox_probe::Blocking>,
+    /// Every server: its threads read from /proc while measured; a peer also gets a `perf
+    /// trace` slice after the measured phase (docs/DEBOX.md §6).
+    #[serde(default)]
+    pub outside: Option<super::outside_profile::OutsideProfile>,
     pub raw: Value,
 }
 
@@ -213,6 +217,7 @@ impl DiskCell {
             slowdisk: None,
             windows: Vec::new(),
             debox: None,
+            outside: None,
             raw: Value::Null,
         }
     }
@@ -691,8 +696,12 @@ pub fn run_one_watched(
     let port = session.server.port;
     let profile_before =
         super::debox_probe::is_profiled(spec).then(|| super::debox_probe::fetch(port)).flatten();
+    let mut watch = lab.profile.then(|| outside_profile::Watch::begin(spec, &session.server));
     let phase = session.ampload(load, &load.measure_urls, load.duration_s);
     let after = session.mark();
+    if let Some(w) = watch.as_mut() {
+        w.end_measured(load_result(&phase));
+    }
     cell.debox = profile_before.and_then(|b| super::debox_probe::fetch(port).map(|a| a.since(&b)));
     cell.error = phase.failure();
     cell.measured_s = phase.secs;
@@ -710,10 +719,70 @@ pub fn run_one_watched(
         cell.needed_bytes = Some(needed);
         cell.read_amplification = amplification(cell.disk_read_bytes_with_warmup, needed);
     }
+    cell.outside = watch.map(|w| profile_outside(lab, &session, spec, load, &phase, w, tag));
     cell.measurement = phase.measurement;
     cell.raw = phase.raw;
     session.close(&mut cell);
     cell
+}
+
+/// What a phase gave, for the profile from outside.
+fn load_result(phase: &Phase) -> outside_profile::LoadResult {
+    let m = phase.measurement.as_ref();
+    outside_profile::LoadResult {
+        requests: m.map_or(0, |m| m.requests),
+        secs: phase.secs,
+        mean_ms: m.map_or(0.0, |m| m.latency.mean),
+    }
+}
+
+/// The profile from outside of a cell: amped's ends with the measured phase (it has DeBox);
+/// a peer's adds a `perf trace` slice with the measured load continued (the URL stream from
+/// where the measured phase stopped; the measured list again when there is no stream), its
+/// output kept under profiles/.
+fn profile_outside(
+    lab: &Lab,
+    session: &Session,
+    spec: &ServerSpec,
+    load: &Load,
+    phase: &Phase,
+    watch: outside_profile::Watch,
+    tag: &str,
+) -> outside_profile::OutsideProfile {
+    if super::debox_probe::is_profiled(spec) {
+        return watch.without_slice("amped: its own DeBox profile");
+    }
+    if phase.measurement.is_none() {
+        return watch.without_slice("the measured phase failed");
+    }
+    static SLICES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = SLICES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let slug = crate::servers::launch::slug(&spec.label);
+    let urls = match &load.needs {
+        Some(needs) if !needs.measure.is_empty() => {
+            let stream = &needs.measure;
+            let rps = load.rate.or(phase.measurement.as_ref().map(|m| m.rps)).unwrap_or(1000.0);
+            let count = ((rps * lab.profile_slice_s * 1.5) as usize + 64).min(2_000_000);
+            let start = phase.sent as usize;
+            let lines: Vec<String> =
+                (0..count).map(|k| stream[(start + k) % stream.len()].path()).collect();
+            let path = lab.run.tmp().join(format!("slice-{tag}-{slug}-{n}.urls"));
+            if let Err(e) = write_urls(&path, &lines) {
+                return watch.without_slice(&e);
+            }
+            path
+        }
+        _ => load.measure_urls.clone(),
+    };
+    let keep = lab
+        .run
+        .path
+        .join("profiles")
+        .join(format!("{tag}-{}-{slug}-{n}.perf.txt", session.emu.name));
+    watch.with_slice(&keep, || {
+        let slice = session.ampload(load, &urls, lab.profile_slice_s);
+        slice.measurement.is_some().then(|| load_result(&slice))
+    })
 }
 
 /// Latency over time from a cold start: starts `spec` cold and applies `load` (its rate,

@@ -8,12 +8,14 @@ pub mod disk_bound;
 pub mod diskrun;
 pub mod linux_comparison;
 pub mod optimizations;
+pub mod outside_profile;
 pub mod pool;
 pub mod rebuild;
 pub mod single_file;
 pub mod soak;
 pub mod stage_sampler;
 pub mod trace;
+pub mod who_blocked;
 
 use std::path::PathBuf;
 
@@ -46,8 +48,14 @@ pub struct Lab {
     /// The command line that ran the experiment (this process's, or setup.json's when a run
     /// is rebuilt by `amplab report`).
     pub command: String,
-    /// amped cells run with `--debox` and their profile is read (off with `--no-profile`).
+    /// amped cells run with `--debox` and their profile is read, peers are profiled from
+    /// outside (off with `--no-profile`).
     pub profile: bool,
+    /// The `perf trace` slice's length, s.
+    pub profile_slice_s: f64,
+    /// Block-I/O delay accounting: `Some(true)` if this run turned `kernel.task_delayacct` on
+    /// (and turns it off at the end), `Some(false)` if it was on already, `None` if it is off.
+    pub delay_accounting: Option<bool>,
 }
 
 /// The experiments' names, as setup.json records them.
@@ -112,6 +120,8 @@ impl Lab {
             skipped,
             command: std::env::args().collect::<Vec<_>>().join(" "),
             profile: !common.no_profile,
+            profile_slice_s: common.profile_slice.unwrap_or(if common.quick { 0.5 } else { 2.0 }),
+            delay_accounting: delay_accounting_for(!common.no_profile),
         })
     }
 
@@ -171,6 +181,8 @@ impl Lab {
             servers: Vec::new(),
             skipped,
             profile: !argv.iter().any(|a| a == "--no-profile"),
+            profile_slice_s: 0.0,
+            delay_accounting: None,
             command: argv.join(" "),
         })
     }
@@ -221,6 +233,12 @@ impl Lab {
         summary: &str,
     ) -> Result<PathBuf, String> {
         let mut summary = summary.to_string();
+        if self.delay_accounting == Some(true) {
+            outside_profile::restore_delay_accounting();
+            notes.push(
+                "kernel.task_delayacct was turned on for this run (block-I/O delay per thread) and off again at its end".into(),
+            );
+        }
         if let Some(why) = &self.run.png_missing {
             notes.push(format!("figures: {why}"));
             summary.push_str(&format!("\n> **No PNG figures**: {why}.\n"));
@@ -269,6 +287,19 @@ impl Lab {
         }
         s
     }
+}
+
+/// Turns block-I/O delay accounting on for a profiled run where it is off and amplab may
+/// (root); see [`Lab::delay_accounting`].
+fn delay_accounting_for(profile: bool) -> Option<bool> {
+    if !profile {
+        return None;
+    }
+    if outside_profile::enable_delay_accounting() {
+        eprintln!("[amplab] kernel.task_delayacct turned on for this run (off again at its end)");
+        return Some(true);
+    }
+    outside_profile::delay_accounting().then_some(false)
 }
 
 /// The server launcher of a run: scratch in `tmp/`, logs in `logs/`, configs in `configs/`.

@@ -105,9 +105,106 @@ pub fn run(a: &SingleFileArgs) -> Result<std::path::PathBuf, String> {
     let cells = measure(&mut lab, &p)?;
     let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
     write_results(&mut lab, &cells)?;
+    let profiles = if lab.profile { profile_servers(&mut lab, &p)? } else { Vec::new() };
+    lab.run.write_json("profiles.json", &profiles).map_err(|e| e.to_string())?;
     let figures = write_outputs(&mut lab, &p, &cells, &labels, "single-file")?;
-    let summary = summary(&lab, &p, &cells, &labels, &figures);
+    let mut summary = summary(&lab, &p, &cells, &labels, &figures);
+    summary.push_str(&profiles_section(&p, &profiles));
     lab.finish(json!(p), None, Vec::new(), &summary)
+}
+
+/// One server's profile from outside in E1 (profiles.json).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Profiled {
+    pub server: String,
+    pub profile: super::outside_profile::OutsideProfile,
+}
+
+/// After the measured cells, every server once more, profiled from outside (amped too: E1
+/// runs it without `--debox`, so every row is measured the same way): started and warmed as
+/// for its cells, then keep-alive requests for every file of the sweep in turn for the
+/// slice's length, read from /proc (the reference), then the same again with `perf trace`
+/// attached (the slice).
+fn profile_servers(lab: &mut Lab, p: &Params) -> Result<Vec<Profiled>, String> {
+    use super::outside_profile::{LoadResult, Watch};
+    let files = single::generate(&lab.data_dir, &p.sizes, lab.seed)
+        .map_err(|e| format!("cannot write the files: {e}"))?;
+    let urls = lab.run.tmp().join("all-files.urls");
+    let secs = lab.profile_slice_s;
+    let mut out = Vec::new();
+    let mut progress = Progress::new(
+        lab.experiment,
+        lab.servers.len(),
+        lab.servers.len() as f64 * (2.0 * secs + p.warmup_s + 2.0),
+    );
+    for spec in lab.servers.clone() {
+        progress.step(&format!("profile: {}", spec.label), 2.0 * secs + p.warmup_s + 2.0);
+        let server = match lab.start(&spec, &files.root, None, &files.files[0].1) {
+            Ok(s) => s,
+            Err(why) => {
+                progress.note(&format!("{}: {why}", spec.label));
+                continue;
+            }
+        };
+        let run = |secs: f64| -> Option<LoadResult> {
+            let mut a = Ampload::closed(server.url("/"), p.connections, secs);
+            a.urls_file = Some(urls.clone());
+            let (m, _) = a.run(&lab.bins.ampload, lab.client_cpus()).ok()?;
+            Some(LoadResult {
+                requests: m.requests,
+                secs: m.duration_s.max(secs),
+                mean_ms: m.latency.mean,
+            })
+        };
+        if p.warmup_s > 0.0 {
+            let _ = run(p.warmup_s.max(0.05));
+        }
+        let mut watch = Watch::begin(&spec, &server);
+        let Some(reference) = run(secs) else {
+            progress.note(&format!("{}: the reference run failed", spec.label));
+            continue;
+        };
+        watch.end_measured(reference);
+        let keep = lab
+            .run
+            .path
+            .join("profiles")
+            .join(format!("{}.perf.txt", crate::servers::launch::slug(&spec.label)));
+        let profile = watch.with_slice(&keep, || run(secs));
+        server.stop();
+        out.push(Profiled { server: spec.label.clone(), profile });
+    }
+    Ok(out)
+}
+
+/// The "who blocked where" part of E1's summary.
+fn profiles_section(p: &Params, profiles: &[Profiled]) -> String {
+    use super::who_blocked;
+    if profiles.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<who_blocked::Row> =
+        profiles.iter().map(|x| who_blocked::outside_row(&x.server, &x.profile)).collect();
+    let values = profiles
+        .iter()
+        .map(|x| {
+            (x.server.clone(), x.profile.measured_requests as f64 / x.profile.measured_s.max(1e-9))
+        })
+        .collect();
+    let ranking = who_blocked::Ranking {
+        metric: "requests/s of the reference run",
+        values,
+        higher_better: true,
+    };
+    let secs =
+        profiles.iter().find_map(|x| x.profile.slice.as_ref().map(|s| s.secs)).unwrap_or(0.0);
+    let mut s = format!(
+        "\n## Where the servers waited\n\nEvery server once more after its cells, profiled from outside the same way (amped too, without `--debox`): {} keep-alive connections asking for every file of the sweep ({}) in turn, a reference run of about {secs:.1} s read from /proc, then the same with `perf trace` attached.\n\n",
+        p.connections,
+        p.sizes.iter().map(|&s| size_name(s)).collect::<Vec<_>>().join(", ")
+    );
+    s.push_str(&who_blocked::section("cached files", &rows, &ranking));
+    s
 }
 
 /// `amplab report`: the figures, medians.csv and summary of a recorded E1 run, from its
@@ -117,7 +214,11 @@ pub fn rebuild(lab: &mut Lab, setup: &Value) -> Result<String, String> {
     let cells = recorded_cells(lab)?;
     let labels = super::rebuild::labels(cells.iter().map(|c| &c.server));
     let figures = write_outputs(lab, &p, &cells, &labels, "single-file")?;
-    Ok(summary(lab, &p, &cells, &labels, &figures))
+    let profiles: Vec<Profiled> = std::fs::read_to_string(lab.run.path.join("profiles.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    Ok(summary(lab, &p, &cells, &labels, &figures) + &profiles_section(&p, &profiles))
 }
 
 /// The cells of a recorded run (E1 or E3), their measurements re-read from the generator's raw

@@ -383,6 +383,24 @@ fn summary(
         let j = judge(&per_round, Cmp::Below(0.9), lab.quick);
         s.push_str(&format!("- *SPED does well on the cache-friendly trace and falls behind on the disk-bound one*: sped/amped = {} on {}, {} on {} (disk-bound over cached: {}). {}\n", fmt(owl, 2), names[0], fmt(cs, 2), names[1], fmt(j.spread.median, 2), j.text("Holds", "Does not hold here: the disk waits cost every architecture alike")));
     }
+    for w in &names {
+        // The last round's cells of this workload.
+        let last = rows.iter().filter(|r| &r.workload == w).map(|r| r.round).max();
+        let profiled: Vec<super::who_blocked::Row> = labels
+            .iter()
+            .filter_map(|l| {
+                rows.iter()
+                    .find(|r| &r.workload == w && Some(r.round) == last && &r.cell.server == l)
+            })
+            .filter_map(|r| super::who_blocked::cell_row(&r.cell))
+            .collect();
+        let ranking = super::who_blocked::Ranking {
+            metric: "Mb/s",
+            values: labels.iter().map(|l| (l.clone(), mbps(w, l))).collect(),
+            higher_better: true,
+        };
+        s.push_str(&super::who_blocked::section(&format!("{w}, last round"), &profiled, &ranking));
+    }
     s.push_str(&format!("\nThe data sets total {:.0} MiB; the Rice CS and Owlnet traces are not public, so their shape (small and cache-resident vs large and disk-bound) is what is reproduced, not their numbers.\n", workloads.iter().map(|w| w.bytes).sum::<u64>() as f64 / 1048576.0));
     let failures: Vec<String> = rows
         .iter()

@@ -188,6 +188,11 @@ impl RunningServer {
         self.process.pid()
     }
 
+    /// The server's process group (its processes: [`crate::experiments::outside_profile`]).
+    pub fn pgid(&self) -> u32 {
+        self.process.pgid()
+    }
+
     /// Whether the server is still running (a crash or an OOM kill ends it early).
     pub fn alive(&mut self) -> bool {
         self.process.exited().is_none()

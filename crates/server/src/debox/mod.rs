@@ -59,6 +59,7 @@ static STALL_NS: AtomicU64 = AtomicU64::new(1_000_000);
 /// stalls.
 pub fn start(stall: Duration) {
     STALL_NS.store(stall.as_nanos() as u64, Ordering::Relaxed);
+    amped_sys::uring::set_slow_threshold(stall);
     amped_sys::debox::enable(sink);
 }
 

@@ -78,14 +78,50 @@ pub fn profile() -> Value {
     } else {
         "kernel.task_delayacct is off: no per-call block-I/O delay (sysctl kernel.task_delayacct=1 to add it)"
     };
-    json!({
+    let mut doc = json!({
         "debox": true,
         "stall_threshold_ms": stall_threshold().as_secs_f64() * 1e3,
         "delay_accounting": delay_accounting(),
         "note": delay_note,
         "roles": roles,
         "stalls": stalls::snapshot(),
-    })
+    });
+    if let Some(ops) = ring_ops() {
+        doc["ring_ops"] = ops;
+    }
+    doc
+}
+
+/// Under `--arch uring`: each ring operation's time from being queued to its completion being
+/// taken, per opcode (None when no ring operation completed).
+fn ring_ops() -> Option<Value> {
+    let totals = amped_sys::uring::op_totals();
+    if totals.is_empty() {
+        return None;
+    }
+    let ops: Vec<Value> = totals
+        .iter()
+        .map(|(kind, t)| {
+            json!({
+                "op": kind.name(),
+                "count": t.count,
+                "errors": t.errors,
+                "total_us": us(t.total_ns),
+                "mean_us": us(t.total_ns.checked_div(t.count).unwrap_or(0)),
+                "max_us": us(t.max_ns),
+                "slow": t.slow,
+                "slow_us": us(t.slow_ns),
+                "after_wait": t.after_wait,
+                "waits_for_peer": kind.waits_for_peer(),
+                "may_wait_for_disk": kind.may_wait_for_disk(),
+            })
+        })
+        .collect();
+    Some(json!({
+        "slow_threshold_ms": stall_threshold().as_secs_f64() * 1e3,
+        "note": "time from queueing an operation to the loop taking its completion (io_uring tells no per-operation sleep: this is latency, the loop itself never waits in it); slow: took the threshold or longer; after_wait: completed only after a later io_uring_enter than the one that submitted it (a read that went async to the disk, a receive waiting for its client); waits_for_peer: its time is the client's",
+        "ops": ops,
+    }))
 }
 
 /// The profile as the endpoint serves it.

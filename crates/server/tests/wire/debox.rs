@@ -178,3 +178,33 @@ fn profile_is_written_at_exit() {
     let p: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     assert!(num(call(&p, "loop", "writev").unwrap(), "count") >= 1, "{p}");
 }
+
+/// Under `--arch uring` the file and socket work are ring operations, not calls: each opcode
+/// is counted with its time from being queued to its completion, and a cold file's reads
+/// show there as slow ones (the loop itself never waits in them, so they are not stalls).
+#[test]
+fn uring_ring_operations_are_timed_per_opcode() {
+    let p = fetch_cold("uring");
+    let ops = p["ring_ops"]["ops"].as_array().unwrap_or_else(|| panic!("no ring_ops: {p}"));
+    let op = |name: &str| {
+        ops.iter().find(|o| o["op"] == name).unwrap_or_else(|| panic!("no {name} op: {p}"))
+    };
+    for name in ["accept", "recv", "sendmsg", "read"] {
+        let o = op(name);
+        assert!(num(o, "count") >= 1, "{o}");
+        assert!(o["max_us"].as_f64().unwrap() >= o["mean_us"].as_f64().unwrap(), "{o}");
+        assert!(num(o, "slow") <= num(o, "count") && num(o, "after_wait") <= num(o, "count"));
+    }
+    assert_eq!(op("recv")["waits_for_peer"], true);
+    assert_eq!(op("read")["may_wait_for_disk"], true);
+    // 4 MiB evicted: its chunks are read by the ring, and the disk makes some of them slow
+    // (over the test's 0.1 ms threshold).
+    let read = op("read");
+    assert!(num(read, "count") >= 4, "{read}");
+    let disk_slow: u64 =
+        ops.iter().filter(|o| o["may_wait_for_disk"] == true).map(|o| num(o, "slow")).sum();
+    assert!(disk_slow >= 1, "no ring operation waited for the evicted file: {p}");
+    // The loop did not stall in any disk call: it only submits.
+    assert_eq!(p["stalls"]["in_disk_calls"], 0, "{p}");
+    assert_eq!(p["ring_ops"]["slow_threshold_ms"], 0.1, "{p}");
+}

@@ -6,8 +6,8 @@ use super::standing::{self, Entry, Standing};
 use super::{ModelRun, Params, Phase, Row, TraceFacts};
 use crate::datasets::specweb;
 use crate::diskemu::Method;
-use crate::experiments::debox_probe;
 use crate::experiments::diskrun::{CELL_COLUMNS, DiskCell, WindowSource};
+use crate::experiments::who_blocked;
 use crate::experiments::{Lab, failures_section};
 use crate::load::Measurement;
 use crate::report::csv::{Csv, num};
@@ -472,29 +472,37 @@ fn section(
     s
 }
 
-/// "Who blocked where": each amped server's DeBox profile over its last measured fixed-rate
-/// run at the highest rate (peers are not profiled yet).
+/// "Who blocked where": each server's profile over its last fixed-rate run at the highest
+/// rate that did not fail (amped's DeBox; a peer's from outside), ranked by the median p95 there.
 fn who_blocked(run: &ModelRun, labels: &[String]) -> String {
     let top = top_rate(run);
-    let found: Vec<(String, debox_probe::Blocking, f64, u64)> = labels
+    let rows: Vec<who_blocked::Row> = labels
         .iter()
         .filter_map(|l| {
-            let r = run.rows.iter().rev().find(|r| {
+            // The last run at the top rate that was measured without failing, else the last.
+            let at_top = |r: &&Row| {
                 r.phase == Phase::FixedRate
                     && &r.cell.server == l
                     && (top.is_none() || r.rate == top)
-            })?;
-            let requests = r.cell.measurement.as_ref().map_or(0, |m| m.requests);
-            Some((l.clone(), r.cell.debox.clone()?, r.cell.measured_s, requests))
+            };
+            let ok = |r: &&Row| r.cell.measurement.is_some() && r.cell.error.is_none();
+            let r = run
+                .rows
+                .iter()
+                .rev()
+                .filter(at_top)
+                .find(ok)
+                .or_else(|| run.rows.iter().rev().find(at_top))?;
+            who_blocked::cell_row(&r.cell)
         })
         .collect();
-    if found.is_empty() {
-        return String::new();
-    }
-    format!(
-        "### Who blocked where (amped's DeBox profile, last measured run)\n\n{}\nLoop asleep % is the share of the measured time the event loop slept inside system calls (near 0 it should be: every sleep there stalls every connection); helpers asleep is the helper threads' sleeping time per second, summed (sleeping is their job). The peers are not profiled yet (`perf trace -s` from outside is the next step). Fields: docs/DEBOX.md.\n\n",
-        debox_probe::table(&found)
-    )
+    let values = labels
+        .iter()
+        .filter_map(|l| Some((l.clone(), med(run, l, top?, |m| m.latency.p95))))
+        .collect();
+    let ranking = who_blocked::Ranking { metric: "p95 latency", values, higher_better: false };
+    let at = top.map_or(String::new(), |t| format!(" at {t} req/s"));
+    who_blocked::section(&format!("last run{at} that did not fail"), &rows, &ranking)
 }
 
 /// The table of one rate.
