@@ -224,7 +224,11 @@ impl Outgoing {
         if remaining == 0 {
             return Ok(true);
         }
-        let chunk = remaining.min(CHUNK);
+        // Up to the end of what is known to be in memory (a chunk tested, or read in by a job),
+        // so a send the socket took only part of is followed by the rest of that range, not by
+        // a new test or job for a range reaching past it.
+        let known = self.resident_until.saturating_sub(pos);
+        let chunk = remaining.min(if known > 0 { known.min(CHUNK) } else { CHUNK });
         // What this step sends: the chunk, or one buffer of it on the copying path.
         let step = if opts.zero_copy { chunk } else { chunk.min(COPY_BYTES as u64) };
         let t0 = self.clock();
@@ -413,3 +417,7 @@ impl From<io::Error> for Stop {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "transmit_tests.rs"]
+mod tests;

@@ -1,0 +1,251 @@
+//! The send plan tested in process: an [`Outgoing`] drives a real socket pair and real files
+//! (in a folder on disk, so their pages can be evicted), and every [`Job`] it asks for is run
+//! inline and fed back through [`Outgoing::resume`], as SPED does. What a client would check is
+//! asserted — the bytes it receives, in order — together with what the plan decided on the
+//! way: which chunks were cold, what each job was asked to move, and when it gave up.
+//!
+//! The wire suite (`tests/wire/read_path.rs` and others) checks the same over TCP under every
+//! architecture; these cases pin down the decisions themselves.
+
+use super::{Outgoing, SendOptions, SendOutcome};
+use crate::access_log::AccessLogger;
+use crate::cache::FileEntry;
+use crate::config::{Args, Config, ReadPath};
+use crate::pipeline::{Body, Job, Pipeline, Response};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A pipeline with the default configuration, rooted in a fresh folder on disk.
+struct Bench {
+    dir: tempfile::TempDir,
+    pipeline: Pipeline,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        // Under /var/tmp, not a tmpfs /tmp: the pages of its files can be evicted.
+        let dir = tempfile::Builder::new().prefix("amped-transmit").tempdir_in("/var/tmp").unwrap();
+        let args = Args { root: Some(dir.path().into()), ..Default::default() };
+        let cfg = Config::resolve(args).unwrap();
+        let pipeline = Pipeline::new(Arc::new(cfg), Default::default(), AccessLogger::off());
+        Bench { dir, pipeline }
+    }
+
+    /// A file of `len` patterned bytes, open as the file cache would hold it.
+    fn file(&self, name: &str, len: usize) -> (Arc<FileEntry>, Vec<u8>) {
+        let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        let path: PathBuf = self.dir.path().join(name);
+        let mut w = std::fs::File::create(&path).unwrap();
+        w.write_all(&bytes).unwrap();
+        w.sync_all().unwrap(); // written back, so its pages can be evicted
+        let file = std::fs::File::open(&path).unwrap();
+        let meta = file.metadata().unwrap();
+        (Arc::new(FileEntry::new(path, file, &meta, None)), bytes)
+    }
+}
+
+fn response(head: &str, body: Body) -> Response {
+    Response {
+        head: head.as_bytes().to_vec(),
+        body,
+        close: false,
+        status: 200,
+        log: None,
+        timeline: None,
+    }
+}
+
+fn opts(read_path: ReadPath) -> SendOptions {
+    SendOptions { zero_copy: true, residency_test: true, read_path }
+}
+
+/// What one job asked for: its kind, offset and length.
+#[derive(Debug, PartialEq)]
+enum Asked {
+    Fill(u64, u64),
+    ReadAhead(u64, u64),
+}
+
+/// Sends `out` to the end over a socket pair, reading as it goes; every job is recorded, run
+/// inline and resumed. Returns the bytes received and the jobs, or the error that ended it.
+fn drive(
+    out: &mut Outgoing,
+    opts: SendOptions,
+    p: &Pipeline,
+) -> (Vec<u8>, Vec<Asked>, Option<std::io::Error>) {
+    let (server, mut client) = UnixStream::pair().unwrap();
+    server.set_nonblocking(true).unwrap();
+    client.set_nonblocking(true).unwrap();
+    let (mut got, mut asked) = (Vec::new(), Vec::new());
+    let mut buf = vec![0u8; 256 << 10];
+    let mut drain = |got: &mut Vec<u8>| loop {
+        match client.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) => panic!("reading: {e}"),
+        }
+    };
+    for _ in 0..10_000 {
+        match out.send(&server, opts, p) {
+            SendOutcome::Done => {
+                drain(&mut got);
+                return (got, asked, None);
+            }
+            SendOutcome::WouldBlock => drain(&mut got),
+            SendOutcome::NotResident(job) => {
+                asked.push(match &job {
+                    Job::Fill { offset, len, .. } => Asked::Fill(*offset, *len),
+                    Job::ReadAhead { offset, len, .. } => Asked::ReadAhead(*offset, *len),
+                    Job::Resolve { .. } => panic!("a send asked for a resolve job"),
+                });
+                out.resume(p.run_job(job));
+            }
+            SendOutcome::Failed(e) => {
+                drain(&mut got);
+                return (got, asked, Some(e));
+            }
+        }
+    }
+    panic!("the send never ended");
+}
+
+fn with_head(head: &str, body: &[u8]) -> Vec<u8> {
+    let mut all = head.as_bytes().to_vec();
+    all.extend_from_slice(body);
+    all
+}
+
+const HEAD: &str = "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n";
+
+#[test]
+fn a_memory_body_leaves_with_its_head_and_needs_no_job() {
+    let b = Bench::new();
+    let body: Arc<[u8]> = Arc::from(&b"hello, world"[..]);
+    let mut out = Outgoing::new(response(HEAD, Body::Memory(body, 7..12)));
+    let (got, asked, err) = drive(&mut out, opts(ReadPath::Pipe), &b.pipeline);
+    assert!(err.is_none());
+    assert!(asked.is_empty());
+    assert_eq!(got, with_head(HEAD, b"world"));
+    assert_eq!(out.body_sent(), 5);
+}
+
+#[test]
+fn a_resident_file_is_sent_without_a_job() {
+    let b = Bench::new();
+    let (file, bytes) = b.file("warm.bin", 300_000);
+    let _ = std::fs::read(&file.path).unwrap(); // its pages are in memory now
+    let mut out = Outgoing::new(response(HEAD, Body::File { file, offset: 0, len: 300_000 }));
+    let (got, asked, err) = drive(&mut out, opts(ReadPath::Pipe), &b.pipeline);
+    assert!(err.is_none());
+    assert_eq!(asked, vec![], "every chunk was resident");
+    assert_eq!(got, with_head(HEAD, &bytes));
+}
+
+#[test]
+fn a_cold_small_body_goes_in_one_fill_and_arrives_whole() {
+    let b = Bench::new();
+    let (file, bytes) = b.file("cold-small.bin", 200_000);
+    amped_sys::residency::evict(&file.file).unwrap();
+    let mut out = Outgoing::new(response(HEAD, Body::File { file, offset: 0, len: 200_000 }));
+    let (got, asked, err) = drive(&mut out, opts(ReadPath::Pipe), &b.pipeline);
+    assert!(err.is_none());
+    assert_eq!(asked, vec![Asked::Fill(0, 200_000)], "at most twice the first fill: one trip");
+    assert_eq!(got, with_head(HEAD, &bytes));
+}
+
+#[test]
+fn a_cold_large_body_fills_grow_and_every_later_chunk_takes_a_job() {
+    let b = Bench::new();
+    let len = 3 << 20;
+    let (file, bytes) = b.file("cold-large.bin", len);
+    amped_sys::residency::evict(&file.file).unwrap();
+    let mut out = Outgoing::new(response(HEAD, Body::File { file, offset: 0, len: len as u64 }));
+    let (got, asked, err) = drive(&mut out, opts(ReadPath::Pipe), &b.pipeline);
+    assert!(err.is_none());
+    assert_eq!(got, with_head(HEAD, &bytes));
+    // 128 KiB, then doubling to the pipe's 1 MiB; the kernel's read-ahead makes later chunks
+    // look resident, yet each still goes through a job (the loop never waits for them).
+    let lens: Vec<u64> = asked
+        .iter()
+        .map(|a| match a {
+            Asked::Fill(_, len) => *len,
+            other => panic!("expected fills, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(&lens[..4], &[128 << 10, 256 << 10, 512 << 10, 1 << 20]);
+    assert_eq!(lens.iter().sum::<u64>(), len as u64, "the fills cover the body once");
+    let mut at = 0;
+    for a in &asked {
+        let Asked::Fill(offset, len) = a else { unreachable!() };
+        assert_eq!(*offset, at, "fills follow each other");
+        at += len;
+    }
+}
+
+#[test]
+fn a_range_of_a_cold_file_is_read_from_its_offset() {
+    let b = Bench::new();
+    let (file, bytes) = b.file("range.bin", 1 << 20);
+    amped_sys::residency::evict(&file.file).unwrap();
+    let body = Body::File { file, offset: 700_000, len: 1000 };
+    let mut out = Outgoing::new(response(HEAD, body));
+    let (got, asked, err) = drive(&mut out, opts(ReadPath::Pipe), &b.pipeline);
+    assert!(err.is_none());
+    assert_eq!(asked, vec![Asked::Fill(700_000, 1000)]);
+    assert_eq!(got, with_head(HEAD, &bytes[700_000..701_000]));
+}
+
+#[test]
+fn the_read_ahead_path_asks_for_chunks_and_sends_them_with_sendfile() {
+    let b = Bench::new();
+    let len = 1_200_000;
+    let (file, bytes) = b.file("readahead.bin", len);
+    amped_sys::residency::evict(&file.file).unwrap();
+    let mut out = Outgoing::new(response(HEAD, Body::File { file, offset: 0, len: len as u64 }));
+    let (got, asked, err) = drive(&mut out, opts(ReadPath::ReadAhead), &b.pipeline);
+    assert!(err.is_none());
+    assert_eq!(got, with_head(HEAD, &bytes));
+    let chunk = 512 << 10;
+    assert_eq!(
+        asked,
+        vec![
+            Asked::ReadAhead(0, chunk),
+            Asked::ReadAhead(chunk, chunk),
+            Asked::ReadAhead(2 * chunk, len as u64 - 2 * chunk),
+        ]
+    );
+}
+
+#[test]
+fn without_the_residency_test_no_job_is_asked_for() {
+    let b = Bench::new();
+    let (file, bytes) = b.file("untested.bin", 400_000);
+    amped_sys::residency::evict(&file.file).unwrap();
+    let mut out = Outgoing::new(response(HEAD, Body::File { file, offset: 0, len: 400_000 }));
+    let opts = SendOptions { residency_test: false, ..opts(ReadPath::Pipe) };
+    let (got, asked, err) = drive(&mut out, opts, &b.pipeline);
+    assert!(err.is_none());
+    assert!(asked.is_empty(), "the loop sends (and may wait for the disk) itself");
+    assert_eq!(got, with_head(HEAD, &bytes));
+}
+
+#[test]
+fn a_file_that_shrank_ends_the_response_with_an_error_after_what_there_was() {
+    for (cold, name) in [(false, "shrank-warm.bin"), (true, "shrank-cold.bin")] {
+        let b = Bench::new();
+        let (file, bytes) = b.file(name, 100_000);
+        std::fs::OpenOptions::new().write(true).open(&file.path).unwrap().set_len(40_000).unwrap();
+        if cold {
+            amped_sys::residency::evict(&file.file).unwrap();
+        }
+        let body = Body::File { file, offset: 0, len: 100_000 };
+        let mut out = Outgoing::new(response(HEAD, body));
+        let (got, _, err) = drive(&mut out, opts(ReadPath::Pipe), &b.pipeline);
+        let err = err.unwrap_or_else(|| panic!("{name}: a shrunken file cannot be sent whole"));
+        assert_eq!(err.kind(), ErrorKind::UnexpectedEof, "{name}");
+        assert_eq!(got, with_head(HEAD, &bytes[..40_000]), "{name}: what the file still had");
+    }
+}
