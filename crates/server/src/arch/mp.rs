@@ -1,14 +1,23 @@
 //! MP, worker processes (Flash-MP, §3.1 of the paper; Apache's prefork): `--processes N`
-//! workers share the listening socket and each serves one connection at a time, from accept
-//! to close, on a blocking socket ([`super::blocking`]), running disk jobs inline.
+//! workers share the listening socket; each serves one connection at a time with the blocking
+//! driver ([`super::blocking`]), running disk jobs inline, and keeps its own caches.
+//!
+//! **Slow clients do not hold a worker.** A worker waits — for a client's next bytes or for
+//! room in a full socket buffer — in its own [`Room`] (an epoll set holding its listeners,
+//! the connections it has parked and the one it serves; sockets non-blocking). While the
+//! connection it serves is ready it stays with it; when something else is ready first it
+//! parks that connection (state, deadline, any response in flight) and serves the ready one.
+//! So slowloris heads, idle keep-alive clients and slow readers cost a parked socket each.
+//! A worker holds at most [`MAX_CONNECTIONS_PER_WORKER`] connections (or its share of
+//! `--max-connections`); past that it stops watching the listeners. No event loop is shared
+//! between processes: a parked connection is served by the worker that accepted it.
 //!
 //! The parent binds the listeners, then starts each worker by re-executing its own binary with
 //! the same arguments plus the hidden `--worker-fd FD[,FD…]`, the listeners' descriptors,
-//! which the worker inherits (see `amped_sys::process`). Workers take `accept` in turn (the
-//! kernel wakes one blocked acceptor per connection). With several `--listen` addresses every
-//! worker serves all of them: it waits for the first listener with a connection waiting
-//! (epoll, `EPOLLEXCLUSIVE`, so a connection wakes one waiting worker rather than all) and
-//! accepts there without blocking; a worker that loses the race finds nothing and waits again. Each worker builds its **own** pipeline, so its own
+//! which the worker inherits (see `amped_sys::process`). Every worker watches every listener
+//! (`EPOLLEXCLUSIVE`, so a connection wakes one waiting worker rather than all) and accepts
+//! without blocking; a worker that loses the race finds nothing and waits again. Each worker
+//! builds its **own** pipeline, so its own
 //! caches — the replicated caches that cost Flash-MP its memory footprint. The counters,
 //! though, are the server's: the parent creates them in shared memory and passes that to
 //! every worker (`--stats-fd`, `--worker-index`), so the stats endpoint sums all workers
@@ -19,9 +28,11 @@
 //! The parent only supervises: a worker that dies (crash, kill -9, a stray SIGTERM) is
 //! replaced at most once a second per slot, with a line on stderr. SIGTERM/SIGINT to the
 //! parent stops the shared listener (`shutdown(SHUT_RD)`: new connections are refused at once)
-//! and forwards SIGTERM to every worker; each finishes the response in flight and exits; the parent waits for them until the shutdown deadline, kills what is left and exits
-//! 0. Workers receive SIGTERM if the parent dies (`PR_SET_PDEATHSIG`). With `--pin`, worker i
-//! is pinned to CPU i mod the number of CPUs. Only the parent prints the listening line.
+//! and forwards SIGTERM to every worker; each stops watching the listeners, closes its idle
+//! connections, finishes the requests under way (parked ones included) and exits; the parent
+//! waits for them until the shutdown deadline, kills what is left and exits 0. Workers
+//! receive SIGTERM if the parent dies (`PR_SET_PDEATHSIG`). With `--pin`, worker i is pinned
+//! to CPU i mod the number of CPUs. Only the parent prints the listening line.
 
 use super::Server;
 use super::blocking::{self, Aside, Gate, Session, Stop};
@@ -105,13 +116,16 @@ fn serve_worker(
     let mut doors = Doors { listeners, watched: false, shut: vec![false; listeners.len()] };
     loop {
         let open = !stop.draining() && !gate.is_full();
-        doors.set_watched(&room, open, pipeline)?;
+        if doors.set_watched(&room, open)? && !open && !stop.draining() {
+            bump(pipeline.stats.accept_pauses()); // at the connection cap
+        }
         if stop.draining() && room.is_empty() {
             return Ok(());
         }
         for token in room.wait() {
             let session = match doors.index(token) {
-                Some(i) if open && !gate.is_full() => match doors.accept(i, &stop, pipeline) {
+                Some(i) if open && !gate.is_full() => match doors.accept(i, &room, &stop, pipeline)
+                {
                     Some((sock, peer)) => Session::new(gate.admit(sock, peer), pipeline),
                     None => continue,
                 },
@@ -144,10 +158,11 @@ struct Doors<'a> {
 
 impl Doors<'_> {
     /// Watches the listeners while the worker accepts (`open`), not otherwise: a listener with
-    /// connections waiting stays readable, which would wake the worker for nothing.
-    fn set_watched(&mut self, room: &Room, open: bool, p: &Pipeline) -> io::Result<()> {
+    /// connections waiting stays readable, which would wake the worker for nothing. True if
+    /// that changed.
+    fn set_watched(&mut self, room: &Room, open: bool) -> io::Result<bool> {
         if open == self.watched {
-            return Ok(());
+            return Ok(false);
         }
         for (i, l) in self.listeners.iter().enumerate() {
             if self.shut[i] {
@@ -159,11 +174,8 @@ impl Doors<'_> {
                 room.unwatch(l);
             }
         }
-        if !open {
-            bump(p.stats.accept_pauses());
-        }
         self.watched = open;
-        Ok(())
+        Ok(true)
     }
 
     /// The listener a room token names.
@@ -174,7 +186,13 @@ impl Doors<'_> {
 
     /// Accepts a connection from listener `i` without blocking, if one is waiting (another
     /// worker may have taken it) and shutdown has not begun.
-    fn accept(&mut self, i: usize, stop: &Stop, p: &Pipeline) -> Option<(TcpStream, SocketAddr)> {
+    fn accept(
+        &mut self,
+        i: usize,
+        room: &Room,
+        stop: &Stop,
+        p: &Pipeline,
+    ) -> Option<(TcpStream, SocketAddr)> {
         match accept_nonblocking(&self.listeners[i]) {
             Ok(conn) if !stop.draining() => Some(conn),
             Ok(_) => None, // closed unanswered: shutdown began
@@ -187,6 +205,7 @@ impl Doors<'_> {
             // EINVAL: shut down by the parent at shutdown: nothing more comes.
             Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
                 self.shut[i] = true;
+                room.unwatch(&self.listeners[i]); // it stays readable
                 None
             }
             Err(_) => None, // WouldBlock (another worker took it), ECONNABORTED …
@@ -326,7 +345,8 @@ impl<'a> Supervisor<'a> {
         // open until it exits: closing ours alone would leave the kernel accepting connections
         // nobody will answer. `shutdown(SHUT_RD)` stops the shared socket listening for every
         // process at once (new connections are refused, as under the other architectures);
-        // workers blocked in `accept` see EINVAL and stop accepting.
+        // a worker watching it finds it readable, gets EINVAL from `accept` and stops
+        // watching it.
         for listener in self.listeners.drain(..) {
             let _ = socket2::SockRef::from(&listener).shutdown(std::net::Shutdown::Read);
         }
