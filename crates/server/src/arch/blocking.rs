@@ -1,11 +1,11 @@
 //! The blocking connection driver shared by the thread and process architectures (`mt`,
-//! `pool`, `mp`): one thread serves one connection on a blocking socket from its first request
-//! to its close, running every [`Step`] of the pipeline itself — jobs inline (it may block on
-//! the disk: that is the model, Flash-MT/Flash-MP, §3.1–3.2 of the paper), sends with the
-//! residency test off.
+//! `pool`, `mp`): a thread (or process) serves one connection at a time, running every
+//! [`Step`] of the pipeline itself — jobs inline (it may block on the disk: that is the model,
+//! Flash-MT/Flash-MP, §3.1–3.2 of the paper), sends with the residency test off.
 //!
-//! **Timeouts and shutdown.** The socket carries `SO_RCVTIMEO`/`SO_SNDTIMEO` of one [`TICK`],
-//! so no socket call blocks longer than that; the header, keep-alive and send deadlines are
+//! **Timeouts and shutdown.** A blocking socket carries `SO_RCVTIMEO`/`SO_SNDTIMEO` of one
+//! [`TICK`], so no socket call blocks longer than that (an `mp` socket does not block; its
+//! waits in the room last a tick at most); the header, keep-alive and send deadlines are
 //! kept here (as in the event loop) and checked before every read and after every tick. A
 //! blocked `read` or `send` that returns `WouldBlock`/`TimedOut` means "a tick passed". The
 //! tick is also how a thread notices a graceful shutdown ([`Stop`]): an idle connection is

@@ -412,6 +412,22 @@ fn mp_slow_clients_cost_normal_clients_nothing() {
     }
 }
 
+/// `--processes 1 --send-timeout 1`: a download whose client stops reading is parked while
+/// the only worker serves another client, and is still cut off at the send timeout: the
+/// waiting room keeps its deadline.
+#[test]
+fn mp_parked_download_keeps_its_send_timeout() {
+    let args = ["--send-timeout", "1", "--stats-path", STATS];
+    let s = Server::start(&["--arch", "mp", "--processes", "1"], &args, fill);
+    let mut download = unread_download(&s);
+    let timeouts = counter(&stats(s.addr, STATS), "timeouts");
+    thread::sleep(Duration::from_secs(3)); // parked, and no byte taken for longer than 1 s
+    let ended = download.wait_closed(Duration::from_secs(5));
+    assert!(matches!(ended, Ended::Closed(_)), "the stalled download was never cut off");
+    assert!(download.pending().len() < BIG_LEN, "the stalled client got the whole body");
+    assert!(counter(&stats(s.addr, STATS), "timeouts") > timeouts, "no timeout counted");
+}
+
 /// The worker (among `pids`) with more sockets open than the others: one holding a client
 /// connection besides the listener they all share.
 fn busiest_worker(pids: &BTreeSet<u32>) -> Option<u32> {
