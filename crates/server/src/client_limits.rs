@@ -12,9 +12,10 @@
 //!
 //! **The shared store** lives in `AtomicU64` words every worker maps, and no lock a dying
 //! worker could leave held matters for correctness:
-//! - *Connections:* an `mp` worker serves one connection at a time, so each worker owns a few
-//!   cells holding the address tag (a 64-bit hash of the IP, never 0) of the connections it
-//!   serves, 0 when free. A new connection is first written into a free cell of its worker
+//! - *Connections:* an `mp` worker holds at most
+//!   [`MAX_CONNECTIONS_PER_WORKER`](crate::arch::mp::MAX_CONNECTIONS_PER_WORKER) connections,
+//!   so each worker owns that many cells (and a few spare) holding the address tag (a 64-bit
+//!   hash of the IP, never 0) of its connections, 0 when free. A new connection is first written into a free cell of its worker
 //!   and then counted over every worker's cells; over the limit, it is taken back and refused.
 //!   Two workers racing for the last place both see the other and both refuse: never more than
 //!   the limit. A dead worker's cells are cleared by the parent (`Shared::clear_worker`).
@@ -73,9 +74,9 @@ pub struct Shared {
     buckets: &'static [AtomicU64],
 }
 
-/// Connection cells per `mp` worker (it serves one connection at a time; a spare or two in
-/// case a connection's state outlives its socket for a moment).
-pub const CELLS_PER_WORKER: usize = 4;
+/// Connection cells per `mp` worker (one per connection it may hold; a few spare in case a
+/// connection's state outlives its socket for a moment).
+pub const CELLS_PER_WORKER: usize = crate::arch::mp::MAX_CONNECTIONS_PER_WORKER + 4;
 /// Buckets in the shared rate table.
 pub const SHARED_BUCKETS: usize = 4096;
 /// Buckets looked at for an address before the request is allowed unrecorded.
@@ -179,7 +180,7 @@ impl Shared {
     fn open_connection(&self, ip: IpAddr, max: u32) -> Result<Option<ConnectionSlot>, OverLimit> {
         let t = tag(ip);
         let mine = self.cells.iter().skip(self.worker * CELLS_PER_WORKER).take(CELLS_PER_WORKER);
-        // No free cell (cannot happen with one connection at a time): count it nowhere.
+        // No free cell (cannot happen: a worker holds fewer connections): count it nowhere.
         let Some(cell) = mine
             .into_iter()
             .find(|c| c.compare_exchange(0, t, Ordering::AcqRel, Ordering::Relaxed).is_ok())

@@ -1,27 +1,38 @@
 //! The blocking connection driver shared by the thread and process architectures (`mt`,
-//! `pool`, `mp`): one thread serves one connection on a blocking socket from its first request
-//! to its close, running every [`Step`] of the pipeline itself — jobs inline (it may block on
-//! the disk: that is the model, Flash-MT/Flash-MP, §3.1–3.2 of the paper), sends with the
-//! residency test off.
+//! `pool`, `mp`): a thread (or process) serves one connection at a time, running every
+//! [`Step`] of the pipeline itself — jobs inline (it may block on the disk: that is the model,
+//! Flash-MT/Flash-MP, §3.1–3.2 of the paper), sends with the residency test off.
 //!
-//! **Timeouts and shutdown.** The socket carries `SO_RCVTIMEO`/`SO_SNDTIMEO` of one [`TICK`],
-//! so no socket call blocks longer than that; the header, keep-alive and send deadlines are
+//! **Timeouts and shutdown.** A blocking socket carries `SO_RCVTIMEO`/`SO_SNDTIMEO` of one
+//! [`TICK`], so no socket call blocks longer than that (an `mp` socket does not block; its
+//! waits in the room last a tick at most); the header, keep-alive and send deadlines are
 //! kept here (as in the event loop) and checked before every read and after every tick. A
 //! blocked `read` or `send` that returns `WouldBlock`/`TimedOut` means "a tick passed". The
 //! tick is also how a thread notices a graceful shutdown ([`Stop`]): an idle connection is
 //! closed, a response in flight finishes, a request arriving is answered with
 //! `Connection: close`; once the shutdown deadline passes every connection is dropped.
 //!
+//! **Stepping aside** ([`Aside`]). `mt` never does. A `pool` worker steps aside from a
+//! connection with nothing to read while other connections wait in its queue. An `mp` worker
+//! serves its connections on non-blocking sockets and does its waiting — for the client's next
+//! bytes or for room in a full socket buffer — in its own [`Room`]'s epoll set, together with
+//! the listeners and the connections it has parked: when one of those is ready before the
+//! connection being served, it parks that connection (with a response in flight, if any) and
+//! serves the ready one. Either way a thread or process spends its time only on a connection
+//! that has something to read or room to send.
+//!
 //! This module also holds what the acceptors of those architectures share: the [`Gate`] that
 //! caps open connections at `--max-connections` (the acceptor waits for a free slot, leaving
 //! the rest in the kernel's backlog) and [`next_connection`].
 
 use super::lifecycle::{ACCEPT_BACKOFF, Phase, TICK};
+use super::waiting_room::{Room, Waited};
 use crate::cache::lock;
 use crate::config::Config;
 use crate::pipeline::{ConnState, Pipeline, Step};
 use crate::stats::{Stats, bump, drop_one};
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
+use amped_sys::epoll::Interest;
 use amped_sys::listen::{is_fd_exhaustion, prepare_stream};
 use slab::Slab;
 use std::io::{self, ErrorKind};
@@ -102,6 +113,11 @@ impl Gate {
         self.open.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 
+    /// Whether `max` connections are open (a single-threaded acceptor stops accepting).
+    pub fn is_full(&self) -> bool {
+        lock(&self.open).len() >= self.max
+    }
+
     /// Waits until a connection may be accepted; false if shutdown began meanwhile.
     pub fn wait_for_slot(&self, stop: &Stop) -> bool {
         let mut open = lock(&self.open);
@@ -162,6 +178,13 @@ impl Gate {
     }
 }
 
+impl Connection {
+    /// A number no other open connection of its gate has (its token in a [`Room`]).
+    pub fn id(&self) -> u64 {
+        self.key as u64
+    }
+}
+
 impl Drop for Connection {
     fn drop(&mut self) {
         lock(&self.gate.open).remove(self.key);
@@ -174,55 +197,6 @@ impl Drop for Connection {
 /// connection (Linux honours `SO_RCVTIMEO` on listening sockets), so acceptors see shutdown.
 pub fn set_accept_tick(listener: &TcpListener) -> io::Result<()> {
     socket2::SockRef::from(listener).set_read_timeout(Some(TICK))
-}
-
-/// Several listeners one thread or process accepts from (an `mp` worker with several
-/// `--listen` addresses): it waits for the first with a connection waiting and accepts there
-/// without blocking. The listeners must be non-blocking.
-pub struct AnyListener<'a> {
-    listeners: &'a [TcpListener],
-    poller: amped_sys::epoll::Poller,
-}
-
-impl<'a> AnyListener<'a> {
-    /// Watches `listeners` (`EPOLLEXCLUSIVE`: processes watching the same sockets are not all
-    /// woken for one connection).
-    pub fn new(listeners: &'a [TcpListener]) -> io::Result<Self> {
-        let poller = amped_sys::epoll::Poller::new(listeners.len())?;
-        for (i, l) in listeners.iter().enumerate() {
-            poller.add_exclusive(l, i as u64)?;
-        }
-        Ok(AnyListener { listeners, poller })
-    }
-
-    /// As [`next_connection`], from whichever listener has a connection first.
-    pub fn next_connection(&mut self, gate: &Arc<Gate>, stop: &Stop) -> Option<Connection> {
-        let mut ready = Vec::with_capacity(self.listeners.len());
-        loop {
-            if !gate.wait_for_slot(stop) {
-                return None;
-            }
-            ready.clear();
-            match self.poller.wait(Some(TICK)) {
-                Ok(events) => ready.extend(events.map(|r| r.token as usize)),
-                Err(_) => std::thread::sleep(TICK),
-            }
-            for &i in &ready {
-                match amped_sys::listen::accept_nonblocking(&self.listeners[i]) {
-                    Ok((sock, peer)) if !stop.draining() => return Some(gate.admit(sock, peer)),
-                    Ok(_) => return None,
-                    Err(e) if is_fd_exhaustion(&e) => {
-                        crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
-                        bump(gate.stats.accept_pauses());
-                        std::thread::sleep(ACCEPT_BACKOFF);
-                    }
-                    // EINVAL: shut down by mp's parent at shutdown: nothing more comes.
-                    Err(e) if e.kind() == ErrorKind::InvalidInput => return None,
-                    Err(_) => {} // WouldBlock (another worker took it), ECONNABORTED …
-                }
-            }
-        }
-    }
 }
 
 /// The next connection for a thread or process architecture: waits for a slot under
@@ -261,9 +235,9 @@ pub fn next_connection(
     }
 }
 
-/// A connection with its protocol state and deadline, between two reads: what a `pool` worker
-/// hands to the waiting room ([`super::waiting_room`]) when it steps aside, and takes back once
-/// the client has sent more.
+/// A connection with its protocol state and deadline, between two reads or in the middle of a
+/// send: what a `pool` or `mp` worker hands to a waiting room ([`super::waiting_room`]) when
+/// it steps aside, and takes back once the client has sent more or can take more.
 pub struct Session {
     /// The connection.
     pub conn: Connection,
@@ -271,6 +245,36 @@ pub struct Session {
     phase: Phase,
     deadline: Instant,
     prepared: bool,
+    /// A response the client could not take more of when its worker stepped aside (`mp`).
+    sending: Option<Sending>,
+    /// What a room's epoll set watches the socket for, if it is registered there.
+    pub(super) watched: Option<Interest>,
+}
+
+/// A response in flight and its send deadline.
+struct Sending {
+    out: Outgoing,
+    /// No body byte sent by then: the connection is closed.
+    deadline: Instant,
+    /// Body bytes sent when the deadline was last pushed back.
+    sent: u64,
+}
+
+impl Sending {
+    fn new(out: Outgoing, p: &Pipeline) -> Sending {
+        let sent = out.body_sent();
+        Sending { out, deadline: Instant::now() + p.cfg.send_timeout(), sent }
+    }
+
+    /// The send deadline passed: counted, logged, the response completed (access log).
+    fn time_out(self, p: &Pipeline, peer: SocketAddr) {
+        bump(p.stats.timeouts());
+        crate::errlog::info!(
+            "{peer}: no send progress for {:?}; connection closed",
+            p.cfg.send_timeout()
+        );
+        p.complete(&self.out.resp, self.out.body_sent());
+    }
 }
 
 impl Session {
@@ -278,23 +282,60 @@ impl Session {
     pub fn new(conn: Connection, pipeline: &Pipeline) -> Session {
         let state = ConnState::new(conn.peer);
         let deadline = Phase::Head.deadline(&pipeline.cfg, Instant::now());
-        Session { conn, state, phase: Phase::Head, deadline, prepared: false }
+        Session {
+            conn,
+            state,
+            phase: Phase::Head,
+            deadline,
+            prepared: false,
+            sending: None,
+            watched: None,
+        }
     }
 
-    /// When the header or keep-alive timeout of this waiting connection runs out.
+    /// Its token in a room's epoll set.
+    pub fn token(&self) -> u64 {
+        self.conn.id()
+    }
+
+    /// What it waits for: room to send the rest of a response, or the client's next bytes.
+    pub fn interest(&self) -> Interest {
+        if self.sending.is_some() { Interest::Write } else { Interest::Read }
+    }
+
+    /// When the header, keep-alive or send timeout of this waiting connection runs out.
     pub fn deadline(&self) -> Instant {
-        self.deadline
+        self.sending.as_ref().map_or(self.deadline, |s| s.deadline)
     }
 
-    /// True when part of a request has arrived (a shutdown still lets it finish).
-    pub fn has_partial_request(&self) -> bool {
-        self.state.has_partial_request()
+    /// True when a request is under way — part of one has arrived, or its response is being
+    /// sent — which a graceful shutdown lets finish.
+    pub fn is_busy(&self) -> bool {
+        self.sending.is_some() || self.state.has_partial_request()
     }
 
-    /// The deadline passed while the connection waited: see `timed_out`.
-    pub fn expire(self, pipeline: &Pipeline) {
-        timed_out(pipeline, &self.conn.sock, self.phase, &self.state);
+    /// Closes a waiting connection: one whose deadline passed gets what `timed_out` (or a
+    /// send timeout) gives it; a response in flight is completed as sent so far.
+    pub fn close(self, pipeline: &Pipeline, overdue: bool) {
+        match self.sending {
+            Some(s) if overdue => s.time_out(pipeline, self.state.peer),
+            Some(s) => pipeline.complete(&s.out.resp, s.out.body_sent()),
+            None if overdue => timed_out(pipeline, &self.conn.sock, self.phase, &self.state),
+            None => {}
+        }
     }
+}
+
+/// When a thread serving one connection steps aside from it for others.
+pub enum Aside<'a> {
+    /// Never (`mt`): it waits on its connection, with one [`TICK`] per socket call.
+    Never,
+    /// `pool`: from a connection with nothing to read, while this says other connections wait
+    /// for a thread.
+    WhenOthersWait(&'a dyn Fn() -> bool),
+    /// `mp`: the socket is non-blocking and every wait happens in this room, with the
+    /// process's listeners and parked connections; when one of them is ready first.
+    Room(&'a mut Room),
 }
 
 /// How a wait for the client's next bytes ended.
@@ -307,40 +348,56 @@ enum Wait {
     StepAside,
 }
 
+/// How sending a response ended.
+enum Sent {
+    /// All sent; the connection stays open for the next request.
+    KeepOpen,
+    /// The connection must close (done with `Connection: close`, failed, timed out).
+    Closed,
+    /// The client could not take more and other connections are ready: step aside with it.
+    StepAside(Sending),
+}
+
 /// One connection being served on the calling thread.
 struct Blocking<'a> {
     pipeline: &'a Pipeline,
     sock: &'a TcpStream,
+    token: u64,
+    watched: Option<Interest>,
     state: ConnState,
     stop: &'a Stop,
     phase: Phase,
     deadline: Instant,
+    sending: Option<Sending>,
     opts: SendOptions,
     buf: Vec<u8>,
-    /// `pool`: true while other connections wait for a worker.
-    others_waiting: Option<&'a dyn Fn() -> bool>,
+    aside: Aside<'a>,
 }
 
 /// Serves `conn` on the calling thread until it closes, times out or shutdown ends it.
 pub fn serve(pipeline: &Pipeline, conn: Connection, stop: &Stop) {
-    let _ = serve_session(pipeline, Session::new(conn, pipeline), stop, None);
+    let _ = serve_session(pipeline, Session::new(conn, pipeline), stop, Aside::Never);
 }
 
-/// Serves `session` on the calling thread until it closes — or, when `others_waiting` is given
-/// and says so while the client has sent nothing more to read, returns it (to wait elsewhere
-/// until the client sends more), so that a slow or idle client never holds a thread that
-/// others are waiting for.
+/// Serves `session` on the calling thread until it closes — or, as `aside` says, returns it
+/// while its client has sent nothing more to read (or takes nothing more of a response) and
+/// other connections are waiting, so that a slow or idle client never holds a thread that
+/// others are waiting for. The returned session waits elsewhere until its client is ready.
 pub fn serve_session(
     pipeline: &Pipeline,
     mut session: Session,
     stop: &Stop,
-    others_waiting: Option<&dyn Fn() -> bool>,
+    aside: Aside<'_>,
 ) -> Option<Session> {
     let sock: &TcpStream = &session.conn.sock;
     if !session.prepared {
-        let ready = prepare_stream(sock, false)
-            .and_then(|()| sock.set_read_timeout(Some(TICK)))
-            .and_then(|()| sock.set_write_timeout(Some(TICK)));
+        let ready = if matches!(aside, Aside::Room(_)) {
+            prepare_stream(sock, true)
+        } else {
+            prepare_stream(sock, false)
+                .and_then(|()| sock.set_read_timeout(Some(TICK)))
+                .and_then(|()| sock.set_write_timeout(Some(TICK)))
+        };
         if ready.is_err() {
             return None;
         }
@@ -350,10 +407,13 @@ pub fn serve_session(
     let mut c = Blocking {
         pipeline,
         sock,
+        token: session.conn.id(),
+        watched: session.watched,
         state: std::mem::replace(&mut session.state, placeholder),
         stop,
         phase: session.phase,
         deadline: session.deadline,
+        sending: session.sending.take(),
         // This thread may block on the disk, so the residency test would only add a syscall.
         opts: SendOptions {
             zero_copy: pipeline.cfg.opt.zero_copy,
@@ -361,19 +421,25 @@ pub fn serve_session(
             read_path: pipeline.cfg.opt.read_path,
         },
         buf: vec![0u8; READ_BUF],
-        others_waiting,
+        aside,
     };
     if !c.run() {
         return None;
     }
-    let (state, phase, deadline) = (c.state, c.phase, c.deadline);
-    Some(Session { state, phase, deadline, ..session })
+    let (state, phase, deadline, sending, watched) =
+        (c.state, c.phase, c.deadline, c.sending, c.watched);
+    Some(Session { state, phase, deadline, sending, watched, ..session })
 }
 
 impl Blocking<'_> {
     /// Serves until the connection closes (false) or steps aside (true).
     fn run(&mut self) -> bool {
         let p = self.pipeline;
+        if let Some(sending) = self.sending.take()
+            && !self.finish(sending)
+        {
+            return self.sending.is_some();
+        }
         loop {
             let mut step = p.next(&mut self.state, self.stop.draining());
             loop {
@@ -383,10 +449,9 @@ impl Blocking<'_> {
                         step = p.resume(&mut self.state, p.run_job(job));
                     }
                     Step::Respond(resp) => {
-                        if !self.send(Outgoing::new(resp)) {
-                            return false;
+                        if !self.finish(Sending::new(Outgoing::new(resp), p)) {
+                            return self.sending.is_some();
                         }
-                        self.phase = Phase::Served;
                         break;
                     }
                     Step::NeedMore => {
@@ -403,46 +468,74 @@ impl Blocking<'_> {
         }
     }
 
-    /// Sends a response; true if the connection stays open for the next request.
-    fn send(&mut self, mut out: Outgoing) -> bool {
+    /// Sends a response: true if it went and the connection stays open; false if the
+    /// connection closes, or steps aside with the rest of the response in `self.sending`.
+    fn finish(&mut self, sending: Sending) -> bool {
+        match self.send(sending) {
+            Sent::KeepOpen => {
+                self.phase = Phase::Served;
+                true
+            }
+            Sent::Closed => false,
+            Sent::StepAside(rest) => {
+                self.sending = Some(rest);
+                false
+            }
+        }
+    }
+
+    /// Sends as much of a response as the client takes.
+    fn send(&mut self, mut s: Sending) -> Sent {
         let p = self.pipeline;
-        let mut deadline = Instant::now() + p.cfg.send_timeout();
-        let mut sent = out.body_sent();
         loop {
-            match out.send(self.sock, self.opts, p) {
+            match s.out.send(self.sock, self.opts, p) {
                 SendOutcome::Done => {
-                    p.complete(&out.resp, out.body_sent());
-                    return !out.resp.close;
+                    p.complete(&s.out.resp, s.out.body_sent());
+                    return if s.out.resp.close { Sent::Closed } else { Sent::KeepOpen };
                 }
                 SendOutcome::WouldBlock => {
-                    // A tick without progress (or a signal): check the send and shutdown deadlines.
+                    // A tick without progress, a full buffer (mp) or a signal: check the send
+                    // and shutdown deadlines.
                     let now = Instant::now();
-                    if out.body_sent() != sent {
-                        sent = out.body_sent();
-                        deadline = now + p.cfg.send_timeout();
+                    if s.out.body_sent() != s.sent {
+                        s.sent = s.out.body_sent();
+                        s.deadline = now + p.cfg.send_timeout();
                     }
-                    if now >= deadline || self.stop.expired() {
-                        if now >= deadline {
-                            bump(p.stats.timeouts());
-                            crate::errlog::info!(
-                                "{}: no send progress for {:?}; connection closed",
-                                self.state.peer,
-                                p.cfg.send_timeout()
-                            );
+                    if now >= s.deadline {
+                        s.time_out(p, self.state.peer);
+                        return Sent::Closed;
+                    }
+                    if self.stop.expired() {
+                        p.complete(&s.out.resp, s.out.body_sent());
+                        return Sent::Closed;
+                    }
+                    if let Aside::Room(room) = &mut self.aside {
+                        let until = s.deadline;
+                        match room.wait_current(
+                            self.sock,
+                            self.token,
+                            &mut self.watched,
+                            Interest::Write,
+                            until,
+                        ) {
+                            Waited::Ready | Waited::Tick => {}
+                            Waited::Others => return Sent::StepAside(s),
+                            Waited::Failed => {
+                                p.complete(&s.out.resp, s.out.body_sent());
+                                return Sent::Closed;
+                            }
                         }
-                        p.complete(&out.resp, out.body_sent());
-                        return false;
                     }
                 }
                 SendOutcome::NotResident(job) => {
                     // Only with the residency test on (it is off here); the read-ahead runs inline.
                     p.count_cold_chunk(&job);
                     bump(p.stats.jobs_inline());
-                    out.resume(p.run_job(job));
+                    s.out.resume(p.run_job(job));
                 }
                 SendOutcome::Failed(_) => {
-                    p.complete(&out.resp, out.body_sent());
-                    return false;
+                    p.complete(&s.out.resp, s.out.body_sent());
+                    return Sent::Closed;
                 }
             }
         }
@@ -462,11 +555,15 @@ impl Blocking<'_> {
                 return Wait::Closed;
             }
             let want = self.state.read_hint(cfg.limits.max_head_bytes).min(self.buf.len());
-            // Others wait for a thread: take only what has arrived, never wait for more.
-            let step_aside = self.others_waiting.is_some_and(|waiting| waiting());
+            // pool: others wait for a thread: take only what has arrived, never wait for more.
+            let step_aside = match &self.aside {
+                Aside::WhenOthersWait(waiting) => waiting(),
+                _ => false,
+            };
             let got = if step_aside {
                 read_now(self.sock, &mut self.buf[..want])
             } else {
+                // Blocks for a tick at most (mp: the socket does not block).
                 amped_sys::transmit::recv(self.sock, &mut self.buf[..want])
             };
             match got {
@@ -479,21 +576,46 @@ impl Blocking<'_> {
                     return Wait::StepAside;
                 }
                 Err(e)
+                    if e.kind() == ErrorKind::WouldBlock
+                        && matches!(self.aside, Aside::Room(_)) =>
+                {
+                    let Aside::Room(room) = &mut self.aside else { unreachable!() };
+                    match room.wait_current(
+                        self.sock,
+                        self.token,
+                        &mut self.watched,
+                        Interest::Read,
+                        self.deadline,
+                    ) {
+                        Waited::Ready => {}
+                        Waited::Others => return Wait::StepAside,
+                        Waited::Tick => {
+                            if self.shutdown_ends_wait() {
+                                return Wait::Closed;
+                            }
+                        }
+                        Waited::Failed => return Wait::Closed,
+                    }
+                }
+                Err(e)
                     if matches!(
                         e.kind(),
                         ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                     ) =>
                 {
-                    // A tick passed. During shutdown only a request already arriving is finished.
-                    if self.stop.expired()
-                        || (self.stop.draining() && !self.state.has_partial_request())
-                    {
+                    if self.shutdown_ends_wait() {
                         return Wait::Closed;
                     }
                 }
                 Err(_) => return Wait::Closed,
             }
         }
+    }
+
+    /// A tick passed while waiting to read. During shutdown only a request already arriving
+    /// is finished.
+    fn shutdown_ends_wait(&self) -> bool {
+        self.stop.expired() || (self.stop.draining() && !self.state.has_partial_request())
     }
 }
 

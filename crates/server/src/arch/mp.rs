@@ -1,14 +1,23 @@
 //! MP, worker processes (Flash-MP, §3.1 of the paper; Apache's prefork): `--processes N`
-//! workers share the listening socket and each serves one connection at a time, from accept
-//! to close, on a blocking socket ([`super::blocking`]), running disk jobs inline.
+//! workers share the listening socket; each serves one connection at a time with the blocking
+//! driver ([`super::blocking`]), running disk jobs inline, and keeps its own caches.
+//!
+//! **Slow clients do not hold a worker.** A worker waits — for a client's next bytes or for
+//! room in a full socket buffer — in its own [`Room`] (an epoll set holding its listeners,
+//! the connections it has parked and the one it serves; sockets non-blocking). While the
+//! connection it serves is ready it stays with it; when something else is ready first it
+//! parks that connection (state, deadline, any response in flight) and serves the ready one.
+//! So slowloris heads, idle keep-alive clients and slow readers cost a parked socket each.
+//! A worker holds at most [`MAX_CONNECTIONS_PER_WORKER`] connections (or its share of
+//! `--max-connections`); past that it stops watching the listeners. No event loop is shared
+//! between processes: a parked connection is served by the worker that accepted it.
 //!
 //! The parent binds the listeners, then starts each worker by re-executing its own binary with
 //! the same arguments plus the hidden `--worker-fd FD[,FD…]`, the listeners' descriptors,
-//! which the worker inherits (see `amped_sys::process`). Workers take `accept` in turn (the
-//! kernel wakes one blocked acceptor per connection). With several `--listen` addresses every
-//! worker serves all of them: it waits for the first listener with a connection waiting
-//! (epoll, `EPOLLEXCLUSIVE`, so a connection wakes one waiting worker rather than all) and
-//! accepts there without blocking; a worker that loses the race finds nothing and waits again. Each worker builds its **own** pipeline, so its own
+//! which the worker inherits (see `amped_sys::process`). Every worker watches every listener
+//! (`EPOLLEXCLUSIVE`, so a connection wakes one waiting worker rather than all) and accepts
+//! without blocking; a worker that loses the race finds nothing and waits again. Each worker
+//! builds its **own** pipeline, so its own
 //! caches — the replicated caches that cost Flash-MP its memory footprint. The counters,
 //! though, are the server's: the parent creates them in shared memory and passes that to
 //! every worker (`--stats-fd`, `--worker-index`), so the stats endpoint sums all workers
@@ -19,23 +28,28 @@
 //! The parent only supervises: a worker that dies (crash, kill -9, a stray SIGTERM) is
 //! replaced at most once a second per slot, with a line on stderr. SIGTERM/SIGINT to the
 //! parent stops the shared listener (`shutdown(SHUT_RD)`: new connections are refused at once)
-//! and forwards SIGTERM to every worker; each finishes the response in flight and exits; the parent waits for them until the shutdown deadline, kills what is left and exits
-//! 0. Workers receive SIGTERM if the parent dies (`PR_SET_PDEATHSIG`). With `--pin`, worker i
-//! is pinned to CPU i mod the number of CPUs. Only the parent prints the listening line.
+//! and forwards SIGTERM to every worker; each stops watching the listeners, closes its idle
+//! connections, finishes the requests under way (parked ones included) and exits; the parent
+//! waits for them until the shutdown deadline, kills what is left and exits 0. Workers
+//! receive SIGTERM if the parent dies (`PR_SET_PDEATHSIG`). With `--pin`, worker i is pinned
+//! to CPU i mod the number of CPUs. Only the parent prints the listening line.
 
 use super::Server;
-use super::blocking::{self, Gate, Stop};
-use super::lifecycle::TICK;
+use super::blocking::{self, Aside, Gate, Session, Stop};
+use super::lifecycle::{ACCEPT_BACKOFF, TICK};
+use super::waiting_room::{FOREIGN, Room};
 use crate::client_limits::Shared as ClientShared;
 use crate::config::Config;
 use crate::operator::SignalCounts;
 use crate::pipeline::Pipeline;
-use crate::stats::Stats;
+use crate::stats::{Stats, bump};
+use amped_sys::listen::{accept_nonblocking, is_fd_exhaustion};
 use amped_sys::process::{WorkerSignal, signal_worker, spawn_worker};
 use std::ffi::OsString;
 use std::io;
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -56,10 +70,9 @@ pub fn run(
     server: &Server,
 ) -> io::Result<()> {
     for l in &listeners {
-        blocking::set_accept_tick(l)?; // the socket is shared: this sets it for every worker
-        // Several listeners are polled, then accepted from without blocking (the descriptor's
-        // mode is shared too, and every worker uses them the same way).
-        l.set_nonblocking(listeners.len() > 1)?;
+        // Workers wait for the listeners in epoll, then accept without blocking (the mode is
+        // the shared socket's: every worker uses it the same way).
+        l.set_nonblocking(true)?;
     }
     if pipeline.cfg.is_mp_worker() {
         serve_worker(&pipeline, &listeners, &server.shutdown)
@@ -83,25 +96,121 @@ struct Shared {
     limits: Option<&'static [AtomicU64]>,
 }
 
-/// One worker: accept, serve that connection to its end, repeat until shutdown.
+/// The most connections one worker holds at once (its share of `--max-connections` if less);
+/// past it the worker stops accepting and newcomers wait in the kernel's backlog.
+pub const MAX_CONNECTIONS_PER_WORKER: usize = 256;
+
+/// One worker: serve the connection that is ready — a parked one whose client sent more or
+/// can take more, or a new one from a listener — until it would wait while another is ready;
+/// repeat until shutdown.
 fn serve_worker(
     pipeline: &Pipeline,
     listeners: &[TcpListener],
     shutdown: &Arc<AtomicBool>,
 ) -> io::Result<()> {
-    let stop = Stop::new(shutdown.clone(), &pipeline.cfg);
-    let gate = Gate::new(1, pipeline.stats.clone());
-    if let [listener] = listeners {
-        while let Some(conn) = blocking::next_connection(listener, &gate, &stop) {
-            blocking::serve(pipeline, conn, &stop);
+    let cfg = &pipeline.cfg;
+    let stop = Stop::new(shutdown.clone(), cfg);
+    let share = cfg.max_connections.div_ceil(cfg.processes);
+    let gate = Gate::new(share.clamp(1, MAX_CONNECTIONS_PER_WORKER), pipeline.stats.clone());
+    let mut room = Room::new(true)?;
+    let mut doors = Doors { listeners, watched: false, shut: vec![false; listeners.len()] };
+    loop {
+        let open = !stop.draining() && !gate.is_full();
+        if doors.set_watched(&room, open)? && !open && !stop.draining() {
+            bump(pipeline.stats.accept_pauses()); // at the connection cap
         }
-    } else {
-        let mut any = blocking::AnyListener::new(listeners)?;
-        while let Some(conn) = any.next_connection(&gate, &stop) {
-            blocking::serve(pipeline, conn, &stop);
+        if stop.draining() && room.is_empty() {
+            return Ok(());
+        }
+        for token in room.wait() {
+            let session = match doors.index(token) {
+                Some(i) if open && !gate.is_full() => match doors.accept(i, &room, &stop, pipeline)
+                {
+                    Some((sock, peer)) => Session::new(gate.admit(sock, peer), pipeline),
+                    None => continue,
+                },
+                Some(_) => continue,
+                None => match room.take(token) {
+                    Some(session) => session,
+                    None => continue,
+                },
+            };
+            // A bug hit by one connection must not take the worker's other connections with
+            // it; the panic is reported on stderr by the default hook and the connection closed.
+            let served = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                blocking::serve_session(pipeline, session, &stop, Aside::Room(&mut room))
+            }));
+            if let Ok(Some(waiting)) = served {
+                room.park(waiting, pipeline);
+            }
+        }
+        room.sweep(pipeline, &stop);
+    }
+}
+
+/// A worker's listeners, watched in its room while it accepts.
+struct Doors<'a> {
+    listeners: &'a [TcpListener],
+    watched: bool,
+    /// Listeners shut down by the parent (shutdown): never watched again.
+    shut: Vec<bool>,
+}
+
+impl Doors<'_> {
+    /// Watches the listeners while the worker accepts (`open`), not otherwise: a listener with
+    /// connections waiting stays readable, which would wake the worker for nothing. True if
+    /// that changed.
+    fn set_watched(&mut self, room: &Room, open: bool) -> io::Result<bool> {
+        if open == self.watched {
+            return Ok(false);
+        }
+        for (i, l) in self.listeners.iter().enumerate() {
+            if self.shut[i] {
+                continue;
+            }
+            if open {
+                room.watch_exclusive(l, FOREIGN + 1 + i as u64)?;
+            } else {
+                room.unwatch(l);
+            }
+        }
+        self.watched = open;
+        Ok(true)
+    }
+
+    /// The listener a room token names.
+    fn index(&self, token: u64) -> Option<usize> {
+        let i = token.checked_sub(FOREIGN + 1)? as usize;
+        (i < self.listeners.len()).then_some(i)
+    }
+
+    /// Accepts a connection from listener `i` without blocking, if one is waiting (another
+    /// worker may have taken it) and shutdown has not begun.
+    fn accept(
+        &mut self,
+        i: usize,
+        room: &Room,
+        stop: &Stop,
+        p: &Pipeline,
+    ) -> Option<(TcpStream, SocketAddr)> {
+        match accept_nonblocking(&self.listeners[i]) {
+            Ok(conn) if !stop.draining() => Some(conn),
+            Ok(_) => None, // closed unanswered: shutdown began
+            Err(e) if is_fd_exhaustion(&e) => {
+                crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                bump(p.stats.accept_pauses());
+                std::thread::sleep(ACCEPT_BACKOFF);
+                None
+            }
+            // EINVAL: shut down by the parent at shutdown: nothing more comes.
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+                self.shut[i] = true;
+                room.unwatch(&self.listeners[i]); // it stays readable
+                None
+            }
+            Err(_) => None, // WouldBlock (another worker took it), ECONNABORTED …
         }
     }
-    Ok(())
 }
 
 /// Sends `sig` to every worker if `count` moved past `seen` (the parent handled a signal).
@@ -236,7 +345,8 @@ impl<'a> Supervisor<'a> {
         // open until it exits: closing ours alone would leave the kernel accepting connections
         // nobody will answer. `shutdown(SHUT_RD)` stops the shared socket listening for every
         // process at once (new connections are refused, as under the other architectures);
-        // workers blocked in `accept` see EINVAL and stop accepting.
+        // a worker watching it finds it readable, gets EINVAL from `accept` and stops
+        // watching it.
         for listener in self.listeners.drain(..) {
             let _ = socket2::SockRef::from(&listener).shutdown(std::net::Shutdown::Read);
         }

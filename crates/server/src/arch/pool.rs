@@ -22,7 +22,7 @@
 //! most the request in flight, with `Connection: close`) until the shutdown deadline, when the
 //! sockets still open are shut down.
 
-use super::blocking::{self, Connection, Gate, Session, Stop};
+use super::blocking::{self, Aside, Connection, Gate, Session, Stop};
 use super::lifecycle::TICK;
 use super::waiting_room::WaitingRoom;
 use crate::pipeline::Pipeline;
@@ -102,7 +102,12 @@ fn start_worker(
             // A bug hit by one connection must not shrink the pool; the panic is reported on
             // stderr by the default hook and the connection is closed.
             let served = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                blocking::serve_session(&pipeline, session, &stop, Some(&others_waiting))
+                blocking::serve_session(
+                    &pipeline,
+                    session,
+                    &stop,
+                    Aside::WhenOthersWait(&others_waiting),
+                )
             }));
             if let Ok(Some(waiting)) = served {
                 room.park(waiting);

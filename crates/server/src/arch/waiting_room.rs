@@ -1,35 +1,214 @@
-//! `pool`'s waiting room: connections whose client has sent nothing to read while other
-//! connections are waiting for a worker. A worker hands such a connection here
-//! ([`WaitingRoom::park`]) and takes the next one instead of blocking on a slow or idle
-//! client; one thread watches the parked connections with epoll and, when a client sends more,
-//! puts its connection back in the workers' queue with its protocol state and deadline intact.
+//! The waiting room of the blocking architectures: connections whose client has sent nothing
+//! to read (or takes no more of a response) while other connections are waiting. A worker
+//! parks such a connection here ([`Room::park`]) with its protocol state, deadline and any
+//! response in flight, and takes the next one instead of blocking on a slow or idle client;
+//! the room watches the parked sockets with epoll and hands a connection back when its client
+//! has sent more (or can take more).
 //!
-//! So a slowloris (clients trickling a head byte by byte) or a crowd of idle keep-alive
-//! clients costs the pool a parked socket each, not a worker: a worker is taken only while a
-//! request can actually be read or answered. Without a queue of waiting connections nothing is
-//! parked and the pool behaves exactly as before (the worker waits on its socket), so the
-//! cached path pays one atomic load per read.
+//! So a slowloris (clients trickling a head byte by byte), a slow reader of a large file or a
+//! crowd of idle keep-alive clients costs a parked socket each, not a worker: a worker is
+//! taken only while a request can actually be read or answered.
 //!
-//! Deadlines still hold while parked: every [`TICK`] the room answers a head that is overdue
-//! with 408 (as the event loops do) and closes idle connections past their keep-alive time. At
-//! graceful shutdown it closes idle parked connections at once, lets those with a request
-//! arriving finish, and ends when none is left.
+//! One room, two drivers:
+//! - `pool` ([`WaitingRoom`]): one thread per server watches the room and puts connections
+//!   whose client sent more back in the workers' queue. A worker parks a connection only while
+//!   others wait in that queue; without them it keeps its connection as before, so the cached
+//!   path pays one atomic load per read.
+//! - `mp` (`super::mp`): each worker process owns a room and waits in it itself, for its
+//!   listeners, its parked connections and the connection it is serving at once
+//!   ([`Room::wait_current`]); a connection stays registered while its worker serves it, so
+//!   stepping aside and back costs no system call beyond the wait.
+//!
+//! Deadlines still hold while parked: [`Room::sweep`] answers a head that is overdue with 408
+//! (as the event loops do), closes idle connections past their keep-alive time and sends past
+//! their send timeout. At graceful shutdown it closes idle parked connections at once and lets
+//! those with a request under way finish, until the shutdown deadline.
 
 use super::blocking::{Session, Stop};
 use super::lifecycle::TICK;
 use crate::pipeline::Pipeline;
 use amped_sys::epoll::{Interest, Poller, Waker};
 use crossbeam_channel::{Receiver, Sender, unbounded};
-use slab::Slab;
+use std::collections::HashMap;
 use std::io;
+use std::net::TcpStream;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-/// The token of the waker in the epoll set.
-const WAKE: u64 = u64::MAX;
+/// Tokens at or above this are the driver's own descriptors (a waker, listeners); below it,
+/// connections ([`Session::token`]).
+pub const FOREIGN: u64 = 1 << 63;
 
-/// Where workers park connections.
+/// Parked connections, watched with epoll.
+pub struct Room {
+    poller: Poller,
+    parked: HashMap<u64, Session>,
+    /// `mp`: a connection taken out stays registered (its worker waits for it here too).
+    keep_watching: bool,
+    next_sweep: Instant,
+}
+
+/// How [`Room::wait_current`] ended.
+pub enum Waited {
+    /// The connection being served is ready.
+    Ready,
+    /// Something else is ready first (a parked connection, a listener): step aside.
+    Others,
+    /// Nothing within a tick (or before the deadline).
+    Tick,
+    /// The connection could not be watched: close it.
+    Failed,
+}
+
+impl Room {
+    /// An empty room; `keep_watching` when its driver also waits here for the connection it
+    /// serves (`mp`).
+    pub fn new(keep_watching: bool) -> io::Result<Room> {
+        Ok(Room {
+            poller: Poller::new(256)?,
+            parked: HashMap::new(),
+            keep_watching,
+            next_sweep: Instant::now(),
+        })
+    }
+
+    /// Watches one of the driver's own descriptors under `token` (at least [`FOREIGN`]).
+    pub fn watch(&self, fd: impl AsFd, token: u64) -> io::Result<()> {
+        debug_assert!(token >= FOREIGN);
+        self.poller.add(fd, token, Interest::Read)
+    }
+
+    /// Watches a listening socket shared with other processes (`EPOLLEXCLUSIVE`: an incoming
+    /// connection wakes one waiting process, not all).
+    pub fn watch_exclusive(&self, fd: impl AsFd, token: u64) -> io::Result<()> {
+        debug_assert!(token >= FOREIGN);
+        self.poller.add_exclusive(fd, token)
+    }
+
+    /// Stops watching one of the driver's own descriptors.
+    pub fn unwatch(&self, fd: impl AsFd) {
+        let _ = self.poller.delete(fd);
+    }
+
+    /// True when no connection is parked.
+    pub fn is_empty(&self) -> bool {
+        self.parked.is_empty()
+    }
+
+    /// Parks `session` until its client sends more or can take more (closed if it cannot be
+    /// watched).
+    pub fn park(&mut self, mut session: Session, pipeline: &Pipeline) {
+        let (token, want) = (session.token(), session.interest());
+        let sock: &TcpStream = &session.conn.sock;
+        let watching = match session.watched {
+            Some(now) if now == want => Ok(()),
+            Some(_) => self.poller.modify(sock, token, want),
+            None => self.poller.add(sock, token, want),
+        };
+        if watching.is_err() {
+            session.close(pipeline, false);
+            return;
+        }
+        session.watched = Some(want);
+        self.parked.insert(token, session);
+    }
+
+    /// Waits up to a tick for readiness; the ready tokens (parked connections to [`take`],
+    /// the driver's own descriptors).
+    ///
+    /// [`take`]: Room::take
+    pub fn wait(&mut self) -> Vec<u64> {
+        match self.poller.wait(Some(TICK)) {
+            Ok(events) => events.map(|e| e.token).collect(),
+            Err(_) => {
+                std::thread::sleep(TICK);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Takes the parked connection `token` out of the room (to be served).
+    pub fn take(&mut self, token: u64) -> Option<Session> {
+        let mut session = self.parked.remove(&token)?;
+        if !self.keep_watching {
+            let _ = self.poller.delete(&*session.conn.sock);
+            session.watched = None;
+        }
+        Some(session)
+    }
+
+    /// `mp`: waits, until `deadline` and for a tick at most, for the connection being served
+    /// (`sock`, `token`) to be ready as `want` says, or for anything else in the room.
+    pub fn wait_current(
+        &mut self,
+        sock: &TcpStream,
+        token: u64,
+        watched: &mut Option<Interest>,
+        want: Interest,
+        deadline: Instant,
+    ) -> Waited {
+        if *watched != Some(want) {
+            let watching = match watched {
+                Some(_) => self.poller.modify(sock, token, want),
+                None => self.poller.add(sock, token, want),
+            };
+            if watching.is_err() {
+                return Waited::Failed;
+            }
+            *watched = Some(want);
+        }
+        let timeout = deadline.saturating_duration_since(Instant::now()).min(TICK);
+        let (mut current, mut others) = (false, false);
+        match self.poller.wait(Some(timeout)) {
+            Ok(events) => {
+                for e in events {
+                    if e.token == token {
+                        current = true;
+                    } else {
+                        others = true;
+                    }
+                }
+            }
+            Err(_) => std::thread::sleep(timeout),
+        }
+        match (current, others) {
+            (true, _) => Waited::Ready,
+            (false, true) => Waited::Others,
+            (false, false) => Waited::Tick,
+        }
+    }
+
+    /// Closes overdue connections (at most once a tick, always while shutting down); at
+    /// shutdown closes the idle ones, and all of them at its deadline.
+    pub fn sweep(&mut self, pipeline: &Pipeline, stop: &Stop) {
+        let now = Instant::now();
+        let draining = stop.draining();
+        if now < self.next_sweep && !draining {
+            return;
+        }
+        self.next_sweep = now + TICK;
+        let expired = stop.expired();
+        let due: Vec<u64> = self
+            .parked
+            .iter()
+            .filter(|(_, s)| expired || s.deadline() <= now || (draining && !s.is_busy()))
+            .map(|(&token, _)| token)
+            .collect();
+        for token in due {
+            if let Some(session) = self.take(token) {
+                let overdue = session.deadline() <= now;
+                session.close(pipeline, overdue);
+            }
+        }
+    }
+}
+
+/// The token of the pool room's waker.
+const WAKE: u64 = FOREIGN;
+
+/// `pool`'s driver: where workers park connections, watched by one thread.
 pub struct WaitingRoom {
     arrivals: Sender<Session>,
     waker: Arc<Waker>,
@@ -49,22 +228,21 @@ impl WaitingRoom {
         // that worked comes back before the pool starts serving.
         let (started_tx, started) = std::sync::mpsc::sync_channel(1);
         let thread = std::thread::Builder::new().name("pool-waiting".into()).spawn(move || {
-            let made = Poller::new(256).and_then(|poller| {
-                poller.add(thread_waker.as_fd(), WAKE, Interest::Read)?;
-                Ok(poller)
+            let made = Room::new(false).and_then(|room| {
+                room.watch(thread_waker.as_fd(), WAKE)?;
+                Ok(room)
             });
-            let poller = match made {
-                Ok(poller) => {
+            let room = match made {
+                Ok(room) => {
                     let _ = started_tx.send(Ok(()));
-                    poller
+                    room
                 }
                 Err(e) => {
                     let _ = started_tx.send(Err(e));
                     return;
                 }
             };
-            let parked = Slab::new();
-            Watch { poller, parked, incoming, ready, waker: thread_waker }.run(&pipeline, &stop);
+            Watch { room, incoming, ready, waker: thread_waker }.run(&pipeline, &stop);
         })?;
         started.recv().map_err(|_| io::Error::other("the pool's waiting room did not start"))??;
         Ok((WaitingRoom { arrivals, waker }, thread))
@@ -78,10 +256,9 @@ impl WaitingRoom {
     }
 }
 
-/// The room's thread state.
+/// The pool room's thread state.
 struct Watch {
-    poller: Poller,
-    parked: Slab<Session>,
+    room: Room,
     incoming: Receiver<Session>,
     ready: Sender<Session>,
     waker: Arc<Waker>,
@@ -90,59 +267,21 @@ struct Watch {
 impl Watch {
     fn run(&mut self, pipeline: &Pipeline, stop: &Stop) {
         loop {
-            let tokens: Vec<u64> = match self.poller.wait(Some(TICK)) {
-                Ok(events) => events.map(|e| e.token).collect(),
-                Err(_) => Vec::new(),
-            };
-            for token in tokens {
+            for token in self.room.wait() {
                 if token == WAKE {
                     self.waker.drain();
-                } else if let Some(session) = self.unpark(token as usize) {
+                } else if let Some(session) = self.room.take(token) {
                     // Readable, closed or failed: a worker finds out which.
                     let _ = self.ready.send(session);
                 }
             }
             while let Ok(session) = self.incoming.try_recv() {
-                let key = self.parked.insert(session);
-                if self
-                    .poller
-                    .add(&*self.parked[key].conn.sock, key as u64, Interest::Read)
-                    .is_err()
-                {
-                    self.parked.remove(key);
-                }
+                self.room.park(session, pipeline);
             }
-            self.sweep(pipeline, stop);
-            if stop.draining() && self.parked.is_empty() {
+            self.room.sweep(pipeline, stop);
+            if stop.draining() && self.room.is_empty() {
                 return;
             }
         }
-    }
-
-    /// Expires overdue connections; at shutdown closes the idle ones (all at its deadline).
-    fn sweep(&mut self, pipeline: &Pipeline, stop: &Stop) {
-        let now = Instant::now();
-        let (draining, expired) = (stop.draining(), stop.expired());
-        let due: Vec<usize> = self
-            .parked
-            .iter()
-            .filter(|(_, s)| {
-                expired || s.deadline() <= now || (draining && !s.has_partial_request())
-            })
-            .map(|(key, _)| key)
-            .collect();
-        for key in due {
-            if let Some(session) = self.unpark(key)
-                && session.deadline() <= now
-            {
-                session.expire(pipeline);
-            }
-        }
-    }
-
-    fn unpark(&mut self, key: usize) -> Option<Session> {
-        let session = self.parked.try_remove(key)?;
-        let _ = self.poller.delete(&*session.conn.sock);
-        Some(session)
     }
 }

@@ -1,7 +1,7 @@
 //! What is specific to the thread and process architectures and to `--instances`: a saturated
 //! pool (queueing, head-of-line blocking, 503 on overflow, counted), graceful shutdown of a
-//! saturated pool, mp workers replaced after a crash, stopped with the parent (gracefully or
-//! not) and pinned with `--pin`, and N event loops on one port. These tests name their
+//! saturated pool, mp workers not held by slow clients, replaced after a crash, stopped with
+//! the parent (gracefully or not) and pinned with `--pin`, and N event loops on one port. These tests name their
 //! architecture and do not go through `arch_tests!` (the whole suite runs against each
 //! architecture there).
 
@@ -36,6 +36,51 @@ fn busy_connection(s: &Server) -> Conn {
     let mut first = [0u8; 1];
     c.stream.read_exact(&mut first).expect("the download starts");
     c
+}
+
+/// `n` connections that send half a request head, then nothing.
+fn half_heads(s: &Server, n: usize) -> Vec<Conn> {
+    (0..n)
+        .map(|i| {
+            let mut c = s.conn();
+            c.send(format!("GET /a.txt?{i} HTTP/1.1\r\nHost: t\r\n"));
+            c
+        })
+        .collect()
+}
+
+/// Finishes the heads of all but the last of `heads` (each then answered 200); the last,
+/// never finished, gets its 408 at the header timeout.
+fn finish_half_heads(mut heads: Vec<Conn>) {
+    let mut last = heads.pop().unwrap();
+    for c in &mut heads {
+        c.send("Connection: close\r\n\r\n");
+    }
+    for c in &mut heads {
+        assert_eq!(c.response().assert_status(200).body, b"AAAA");
+    }
+    assert_eq!(last.response().assert_status(408).status, 408, "the one that never finished");
+}
+
+/// 20 normal requests, one after the other on new connections: each answered 200 within 2 s,
+/// all within 3 s (while slow clients hold connections open).
+fn normal_requests_are_answered_promptly(s: &Server) {
+    let start = Instant::now();
+    for i in 0..20 {
+        let asked = Instant::now();
+        let r = get(s.addr, "/a.txt");
+        assert_eq!(r.status, 200, "normal request {i} among slow clients: {r:?}");
+        assert!(
+            asked.elapsed() < Duration::from_secs(2),
+            "request {i} waited {:?}",
+            asked.elapsed()
+        );
+    }
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "slow clients held the workers: {:?}",
+        start.elapsed()
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -121,37 +166,9 @@ fn pool_slowloris_costs_normal_clients_nothing() {
         &["--header-timeout", "4"],
         fill,
     );
-    let mut slow: Vec<Conn> = (0..40)
-        .map(|i| {
-            let mut c = s.conn();
-            c.send(format!("GET /a.txt?{i} HTTP/1.1\r\nHost: t\r\n"));
-            c
-        })
-        .collect();
-    let start = Instant::now();
-    for i in 0..20 {
-        let asked = Instant::now();
-        let r = get(s.addr, "/a.txt");
-        assert_eq!(r.status, 200, "normal request {i} under slowloris: {r:?}");
-        assert!(
-            asked.elapsed() < Duration::from_secs(2),
-            "request {i} waited {:?}",
-            asked.elapsed()
-        );
-    }
-    assert!(
-        start.elapsed() < Duration::from_secs(3),
-        "slowloris held the pool: {:?}",
-        start.elapsed()
-    );
-    let mut last = slow.pop().unwrap();
-    for c in &mut slow {
-        c.send("Connection: close\r\n\r\n");
-    }
-    for c in &mut slow {
-        assert_eq!(c.response().assert_status(200).body, b"AAAA");
-    }
-    assert_eq!(last.response().assert_status(408).status, 408, "the one that never finished");
+    let slow = half_heads(&s, 40);
+    normal_requests_are_answered_promptly(&s);
+    finish_half_heads(slow);
 }
 
 /// SIGTERM to a saturated pool (`--threads 1`): the download in flight completes, the
@@ -344,6 +361,73 @@ fn mp_client_limits_hold_for_the_whole_server() {
     assert_eq!(r.header("retry-after"), Some("60"));
 }
 
+/// A connection that asked for the 16 MiB file and reads none of it: its worker has sent what
+/// the socket buffers take and can send no more.
+fn unread_download(s: &Server) -> Conn {
+    let mut c = s.conn();
+    c.send(req("GET", "/big.bin", ""));
+    let mut first = [0u8; 1];
+    let n = c.stream.peek(&mut first).expect("the download starts");
+    assert_eq!(n, 1);
+    c
+}
+
+/// Slow clients against `--processes 2`, more of them than workers: 8 connections that send
+/// half a request head and then nothing, 2 that trickle a head a byte every 20 ms, and 4 that
+/// ask for a 16 MiB file and read none of it. None of them holds a worker: 20 normal requests
+/// meanwhile are each answered 200 within 2 s. Then the slow clients are served in full: the
+/// half heads when they finish (one that never does gets its 408 at the header timeout), the
+/// trickled heads, and the downloads byte for byte once their clients read.
+#[test]
+fn mp_slow_clients_cost_normal_clients_nothing() {
+    let s = Server::start(
+        &["--arch", "mp", "--processes", "2"],
+        &["--header-timeout", "4", "--keepalive-timeout", "30"],
+        fill,
+    );
+    let heads = half_heads(&s, 8);
+    let mut downloads: Vec<Conn> = (0..4).map(|_| unread_download(&s)).collect();
+    let tricklers: Vec<_> = (0..2)
+        .map(|_| {
+            let mut c = s.conn();
+            thread::spawn(move || {
+                for b in b"GET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".iter() {
+                    c.send([*b]);
+                    thread::sleep(Duration::from_millis(20));
+                }
+                c.response()
+            })
+        })
+        .collect();
+    normal_requests_are_answered_promptly(&s);
+    for t in tricklers {
+        assert_eq!(t.join().unwrap().assert_status(200).body, b"AAAA");
+    }
+    finish_half_heads(heads);
+    let big = pseudo_random(BIG_LEN, 5);
+    for c in &mut downloads {
+        let r = c.response();
+        assert_eq!(r.assert_status(200).body.len(), BIG_LEN);
+        assert!(r.body == big, "a download parked mid-send came back altered");
+    }
+}
+
+/// `--processes 1 --send-timeout 1`: a download whose client stops reading is parked while
+/// the only worker serves another client, and is still cut off at the send timeout: the
+/// waiting room keeps its deadline.
+#[test]
+fn mp_parked_download_keeps_its_send_timeout() {
+    let args = ["--send-timeout", "1", "--stats-path", STATS];
+    let s = Server::start(&["--arch", "mp", "--processes", "1"], &args, fill);
+    let mut download = unread_download(&s);
+    let timeouts = counter(&stats(s.addr, STATS), "timeouts");
+    thread::sleep(Duration::from_secs(3)); // parked, and no byte taken for longer than 1 s
+    let ended = download.wait_closed(Duration::from_secs(5));
+    assert!(matches!(ended, Ended::Closed(_)), "the stalled download was never cut off");
+    assert!(download.pending().len() < BIG_LEN, "the stalled client got the whole body");
+    assert!(counter(&stats(s.addr, STATS), "timeouts") > timeouts, "no timeout counted");
+}
+
 /// The worker (among `pids`) with more sockets open than the others: one holding a client
 /// connection besides the listener they all share.
 fn busiest_worker(pids: &BTreeSet<u32>) -> Option<u32> {
@@ -409,12 +493,17 @@ fn mp_pin_places_workers_on_cpus() {
     let Some(ncpus) = contiguous_cpus() else { return };
     let s = Server::start(&["--arch", "mp", "--processes", "2", "--pin"], &[], fill);
     let pids = workers(&s, 2);
-    let got: BTreeSet<String> = pids
-        .iter()
-        .map(|p| cpus_allowed(&format!("/proc/{p}/status")).expect("worker status"))
-        .collect();
     let want: BTreeSet<String> = (0..2).map(|i| (i % ncpus).to_string()).collect();
-    assert_eq!(got, want);
+    // A worker just forked runs on its parent's CPUs until its pre-exec hook has pinned it.
+    let mut got = BTreeSet::new();
+    let pinned = eventually(Duration::from_secs(3), || {
+        got = pids
+            .iter()
+            .map(|p| cpus_allowed(&format!("/proc/{p}/status")).expect("worker status"))
+            .collect();
+        got == want
+    });
+    assert!(pinned, "workers on CPUs {got:?}, expected {want:?}");
     assert_eq!(s.get("/a.txt").assert_status(200).body, b"AAAA");
 }
 
