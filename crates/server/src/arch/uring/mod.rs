@@ -361,7 +361,7 @@ impl UringLoop {
             Next::Done => {
                 let out = c.out.take().expect("a response in flight");
                 self.pipeline.complete(&out.resp, out.body_sent);
-                let close = out.resp.close;
+                let close = out.closes_after();
                 if let Some(buf) = out.into_buffer() {
                     self.recycle(buf);
                 }
@@ -526,11 +526,10 @@ impl UringLoop {
                 let out = c.out.as_mut().expect("a file read belongs to a response");
                 let n = r.unwrap_or(0);
                 let was_cold = std::mem::take(&mut out.cold_read);
-                if out.chunk_read(buf, n) {
-                    self.pump(key);
-                } else {
-                    self.close(key); // read error, or the file shrank under the response
-                }
+                // A read error or a file that shrank under the response cuts it short: the
+                // head still goes if it has not, then the connection closes.
+                out.chunk_read(buf, n);
+                self.pump(key);
                 if was_cold {
                     self.gate.finished(n as u64);
                     self.start_waiting_reads();
