@@ -82,11 +82,12 @@ impl Sending {
     /// `spare` supplies a read buffer when none is at hand.
     pub fn next(&mut self, spare: impl FnOnce() -> Vec<u8>) -> Next {
         let Some(mut g) = self.gather.take() else { return Next::Done };
-        let file_left = self.file.as_ref().is_some_and(|f| f.next < f.end);
-        if file_left && g.body_range.is_empty() {
+        let file_left = self.file.as_ref().filter(|f| f.next < f.end);
+        if let Some(f) = file_left
+            && g.body_range.is_empty()
+        {
             // The chunk in hand is sent (or there is none yet): read the next one. The head,
             // if still unsent, waits and leaves with it.
-            let f = self.file.as_ref().expect("file_left");
             let mut buf = match std::mem::replace(&mut g.body, Chunk::Empty) {
                 Chunk::Owned(v) => v,
                 _ => spare(),
@@ -98,7 +99,7 @@ impl Sending {
             return Next::Read { file, offset, max, buf };
         }
         if g.remaining() > 0 {
-            return Next::Send(g, file_left);
+            return Next::Send(g, file_left.is_some());
         }
         self.gather = Some(g);
         Next::Done
