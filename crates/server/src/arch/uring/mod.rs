@@ -28,20 +28,19 @@ mod send;
 mod tls;
 
 use super::amped::HelperPool;
+use super::conn_table::ConnTable;
 use super::disk_concurrency::DiskConcurrency;
 use super::event_loop::JobRunner;
-use super::lifecycle::{ACCEPT_BACKOFF, Lifecycle, Phase, TICK};
+use super::lifecycle::{AcceptPause, Lifecycle, Phase, TICK};
 use crate::disk::translate::Translation;
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
 use crate::tls::TlsContext;
-use amped_sys::listen::is_fd_exhaustion;
 use amped_sys::residency;
 use amped_sys::uring::{Completion, Event, OpId, Ring};
 use disk_gate::{ColdRead, DiskGate};
 use open::{OpenStep, Opening};
 use send::{CHUNK, Next, Sending};
-use slab::Slab;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsFd, OwnedFd};
@@ -97,7 +96,6 @@ pub fn run(
 struct Conn {
     sock: OwnedFd,
     state: ConnState,
-    generation: u32,
     phase: Phase,
     deadline: Instant,
     /// What the connection is doing, with the ring operation it has in flight.
@@ -169,10 +167,8 @@ struct UringLoop {
     helpers: HelperPool,
     listener: Option<TcpListener>,
     accept_op: Option<OpId>,
-    accept_paused_until: Option<Instant>,
-    at_cap: bool,
-    conns: Slab<Conn>,
-    next_gen: u32,
+    accept: AcceptPause,
+    conns: ConnTable<Conn>,
     draining: bool,
     spare: Vec<Vec<u8>>,
     done: Vec<(u64, JobDone)>,
@@ -207,10 +203,8 @@ impl UringLoop {
             helpers,
             listener: Some(listener),
             accept_op: None,
-            accept_paused_until: None,
-            at_cap: false,
-            conns: Slab::with_capacity(1024),
-            next_gen: 0,
+            accept: AcceptPause::default(),
+            conns: ConnTable::with_capacity(1024),
             draining: false,
             spare: Vec::new(),
             done: Vec::new(),
@@ -259,18 +253,10 @@ impl UringLoop {
             return;
         }
         let Some(listener) = &self.listener else { return };
-        if self.conns.len() >= self.pipeline.cfg.max_connections {
-            if !self.at_cap {
-                self.at_cap = true;
-                bump(self.pipeline.stats.accept_pauses());
-            }
+        let (open, max) = (self.conns.len(), self.pipeline.cfg.max_connections);
+        if !self.accept.may_accept(open, max, Instant::now(), &self.pipeline.stats) {
             return;
         }
-        self.at_cap = false;
-        if self.accept_paused_until.is_some_and(|t| Instant::now() < t) {
-            return;
-        }
-        self.accept_paused_until = None;
         self.accept_op = Some(self.ring.accept(ACCEPT, listener.as_fd()));
     }
 
@@ -283,12 +269,10 @@ impl UringLoop {
         }
         match r {
             Ok((sock, peer)) => self.register(sock, peer),
-            Err(e) if is_fd_exhaustion(&e) => {
-                crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
-                bump(self.pipeline.stats.accept_pauses());
-                self.accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
+            // Out of descriptors: pause. ECONNABORTED and friends: the client gave up.
+            Err(e) => {
+                self.accept.accept_failed(&e, &self.pipeline.stats);
             }
-            Err(_) => {} // ECONNABORTED and friends: the client gave up
         }
     }
 
@@ -300,12 +284,10 @@ impl UringLoop {
                 Err(_) => return, // (the socket closes)
             },
         };
-        self.next_gen = self.next_gen.wrapping_add(1);
         let peer = peer.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
         let key = self.conns.insert(Conn {
             sock,
             state: ConnState::new(peer),
-            generation: self.next_gen,
             phase: Phase::Head,
             deadline: Phase::Head.deadline(&self.pipeline.cfg, Instant::now()),
             doing: Doing::Deciding,
@@ -317,18 +299,6 @@ impl UringLoop {
     }
 
     // ---- driving a connection ----------------------------------------------------------
-
-    fn token(&self, key: usize) -> u64 {
-        (u64::from(self.conns[key].generation) << 32) | key as u64
-    }
-
-    fn live_key(&self, token: u64) -> Option<usize> {
-        let key = (token & 0xffff_ffff) as usize;
-        match self.conns.get(key) {
-            Some(c) if c.generation == (token >> 32) as u32 => Some(key),
-            _ => None,
-        }
-    }
 
     /// Asks the pipeline what comes next for a connection with nothing under way.
     fn advance(&mut self, key: usize) {
@@ -347,7 +317,7 @@ impl UringLoop {
 
     /// Submits the next operation of the response `out`, or finishes it.
     fn pump(&mut self, key: usize, mut out: Box<Sending>) {
-        let token = self.token(key);
+        let token = self.conns.token(key);
         let spare = &mut self.spare;
         let c = &mut self.conns[key];
         let next = out.next(|| spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK)));
@@ -406,7 +376,7 @@ impl UringLoop {
     /// Submits a receive into the connection's input buffer (a TLS connection: into a
     /// ciphertext buffer).
     fn receive(&mut self, key: usize) {
-        let token = self.token(key);
+        let token = self.conns.token(key);
         let cfg = &self.pipeline.cfg;
         let c = &mut self.conns[key];
         let phase = if c.state.is_idle() { Phase::Idle } else { Phase::Head };
@@ -436,7 +406,7 @@ impl UringLoop {
     /// A blocking step: `openat`/`statx` on the ring when the translation is known to be a
     /// file; anything else (a full translation, a listing) on a helper.
     fn run_job(&mut self, key: usize, job: Job) {
-        let token = self.token(key);
+        let token = self.conns.token(key);
         self.conns[key].phase = Phase::Parked;
         match job {
             Job::Resolve { url_path, known: Some(Translation::File(path, _)), .. } => {
@@ -467,7 +437,7 @@ impl UringLoop {
     // ---- completions -------------------------------------------------------------------
 
     fn on_conn_event(&mut self, token: u64, event: Event) {
-        let Some(key) = self.live_key(token) else { return };
+        let Some(key) = self.conns.live_key(token) else { return };
         match std::mem::take(&mut self.conns[key].doing) {
             Doing::Closing { out } => self.finalize(key, out),
             Doing::Receiving { .. } => self.on_received(key, event, false),
@@ -572,7 +542,7 @@ impl UringLoop {
         let mut done = std::mem::take(&mut self.done);
         self.helpers.completed(&mut done);
         for (token, result) in done.drain(..) {
-            let Some(key) = self.live_key(token) else { continue };
+            let Some(key) = self.conns.live_key(token) else { continue };
             let c = &mut self.conns[key];
             if !matches!(c.doing, Doing::AtHelper) {
                 continue;
@@ -625,7 +595,7 @@ impl UringLoop {
     /// connection has gone.
     fn start_waiting_reads(&mut self) {
         while let Some(r) = self.gate.next() {
-            let Some(key) = self.live_key(r.token) else {
+            let Some(key) = self.conns.live_key(r.token) else {
                 self.gate.released();
                 continue;
             };

@@ -108,7 +108,7 @@ impl UringLoop {
         cipher: Gather,
         out: Option<Box<Sending>>,
     ) {
-        let token = self.token(key);
+        let token = self.conns.token(key);
         let c = &mut self.conns[key];
         c.phase = Phase::Send;
         c.deadline = Phase::Send.deadline(&self.pipeline.cfg, Instant::now());
