@@ -14,15 +14,15 @@
 //! send) and swept every 250 ms. Accepting pauses while the connection cap is reached or the
 //! process is out of descriptors (re-armed after 100 ms), never spinning on a ready listener.
 
-use super::lifecycle::{ACCEPT_BACKOFF, Lifecycle, Phase, TICK};
+use super::conn_table::ConnTable;
+use super::lifecycle::{AcceptPause, Lifecycle, Phase, TICK};
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
 use crate::tls::TlsContext;
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
 use crate::transport::Transport;
 use amped_sys::epoll::{Interest, Poller, Ready};
-use amped_sys::listen::{accept_nonblocking, is_fd_exhaustion};
-use slab::Slab;
+use amped_sys::listen::accept_nonblocking;
 use std::io::ErrorKind;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::BorrowedFd;
@@ -67,7 +67,6 @@ struct Conn {
     io: Transport,
     state: ConnState,
     out: Option<Outgoing>,
-    generation: u32,
     phase: Phase,
     deadline: Instant,
     /// What epoll watches; `None` until first registered (a connection whose request is
@@ -81,9 +80,8 @@ pub struct EventLoop<R: JobRunner> {
     runner: R,
     poller: Poller,
     listener: Option<TcpListener>,
-    conns: Slab<Conn>,
-    next_gen: u32,
-    accept_paused_until: Option<Instant>,
+    conns: ConnTable<Conn>,
+    accept: AcceptPause,
     listening: bool,
     draining: bool,
     opts: SendOptions,
@@ -114,9 +112,8 @@ impl<R: JobRunner> EventLoop<R> {
             runner,
             poller,
             listener: Some(listener),
-            conns: Slab::with_capacity(1024),
-            next_gen: 0,
-            accept_paused_until: None,
+            conns: ConnTable::with_capacity(1024),
+            accept: AcceptPause::default(),
             listening: true,
             draining: false,
             opts,
@@ -167,21 +164,24 @@ impl<R: JobRunner> EventLoop<R> {
     }
 
     fn accept_batch(&mut self) {
+        let now = Instant::now();
         for _ in 0..ACCEPT_BATCH {
-            if self.conns.len() >= self.pipeline.cfg.max_connections {
-                self.pause_accepting(None);
-                return;
+            let (open, max) = (self.conns.len(), self.pipeline.cfg.max_connections);
+            if !self.accept.may_accept(open, max, now, &self.pipeline.stats) {
+                return self.stop_listening();
             }
             let Some(listener) = &self.listener else { return };
             match accept_nonblocking(listener) {
                 Ok((sock, peer)) => self.register(sock, peer),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if is_fd_exhaustion(&e) => {
-                    crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
-                    self.pause_accepting(Some(Instant::now() + ACCEPT_BACKOFF));
+                Err(e) => {
+                    // Out of descriptors: pause. ECONNABORTED and friends: the client gave up;
+                    // keep going next time.
+                    if self.accept.accept_failed(&e, &self.pipeline.stats) {
+                        self.stop_listening();
+                    }
                     return;
                 }
-                Err(_) => return, // ECONNABORTED and friends: the client gave up; keep going next time
             }
         }
     }
@@ -190,13 +190,11 @@ impl<R: JobRunner> EventLoop<R> {
     /// has usually arrived with the handshake, so it is read without waiting for epoll.
     fn register(&mut self, sock: TcpStream, peer: std::net::SocketAddr) {
         let Ok(io) = Transport::accept(sock, self.tls.as_deref()) else { return };
-        self.next_gen = self.next_gen.wrapping_add(1);
         let deadline = Instant::now() + self.pipeline.cfg.header_timeout();
         let key = self.conns.insert(Conn {
             io,
             state: ConnState::new(peer),
             out: None,
-            generation: self.next_gen,
             phase: Phase::Head,
             deadline,
             interest: None,
@@ -206,35 +204,33 @@ impl<R: JobRunner> EventLoop<R> {
         self.drive(key, None);
     }
 
-    fn pause_accepting(&mut self, until: Option<Instant>) {
+    /// Stops watching the listener while accepting is paused.
+    fn stop_listening(&mut self) {
         if self.listening {
             if let Some(l) = &self.listener {
                 let _ = self.poller.delete(l);
             }
             self.listening = false;
-            bump(self.pipeline.stats.accept_pauses());
         }
-        self.accept_paused_until = until;
     }
 
     fn maybe_resume_accepting(&mut self, now: Instant) {
-        if self.listening || self.draining || self.conns.len() >= self.pipeline.cfg.max_connections
-        {
+        if self.listening || self.draining {
             return;
         }
-        if self.accept_paused_until.is_some_and(|t| now < t) {
+        let (open, max) = (self.conns.len(), self.pipeline.cfg.max_connections);
+        if !self.accept.may_accept(open, max, now, &self.pipeline.stats) {
             return;
         }
         if let Some(l) = &self.listener
             && self.poller.add(l, LISTENER, Interest::Read).is_ok()
         {
             self.listening = true;
-            self.accept_paused_until = None;
         }
     }
 
     fn on_ready(&mut self, token: u64, ev: &Ready) {
-        let Some(key) = self.live_key(token) else { return };
+        let Some(key) = self.conns.live_key(token) else { return };
         if ev.hangup && !ev.readable && !ev.writable {
             self.close(key);
             return;
@@ -247,19 +243,11 @@ impl<R: JobRunner> EventLoop<R> {
         let mut done = std::mem::take(&mut self.done);
         self.runner.completed(&mut done);
         for (token, result) in done.drain(..) {
-            if let Some(key) = self.live_key(token) {
+            if let Some(key) = self.conns.live_key(token) {
                 self.drive(key, Some(result));
             }
         }
         self.done = done;
-    }
-
-    fn live_key(&self, token: u64) -> Option<usize> {
-        let key = (token & 0xffff_ffff) as usize;
-        match self.conns.get(key) {
-            Some(c) if c.generation == (token >> 32) as u32 => Some(key),
-            _ => None,
-        }
     }
 
     /// Advances one connection as far as it can go without blocking. `resumed` carries the
@@ -267,7 +255,7 @@ impl<R: JobRunner> EventLoop<R> {
     fn drive(&mut self, key: usize, mut resumed: Option<JobDone>) {
         let pipeline = self.pipeline.clone();
         loop {
-            let token = token_of(key, self.conns[key].generation);
+            let token = self.conns.token(key);
             // 1. A response in flight goes first.
             if self.conns[key].out.is_some() {
                 if let Some(done) = resumed.take() {
@@ -375,6 +363,7 @@ impl<R: JobRunner> EventLoop<R> {
     /// Parks the connection until `interest` fires, entering `phase` (and its deadline).
     fn wait_for(&mut self, key: usize, interest: Interest, phase: Phase) {
         let cfg = &self.pipeline.cfg;
+        let token = self.conns.token(key);
         let conn = &mut self.conns[key];
         if conn.phase != phase || phase == Phase::Send {
             conn.deadline = phase.deadline(cfg, Instant::now());
@@ -382,7 +371,6 @@ impl<R: JobRunner> EventLoop<R> {
         }
         let interest = conn.io.interest(interest);
         if conn.interest != Some(interest) {
-            let token = token_of(key, conn.generation);
             let res = match conn.interest {
                 None => self.poller.add(&conn.io, token, interest),
                 Some(_) => self.poller.modify(&conn.io, token, interest),
@@ -452,8 +440,4 @@ impl<R: JobRunner> EventLoop<R> {
             self.close(key);
         }
     }
-}
-
-fn token_of(key: usize, generation: u32) -> u64 {
-    ((generation as u64) << 32) | key as u64
 }

@@ -1,11 +1,15 @@
 //! What every architecture's serving loop does around its events, whatever it waits on: the
 //! phase a connection is in and the deadline that phase gives it, the housekeeping tick, the
 //! pause after `accept` ran out of descriptors, and — for the event loops (epoll in
-//! [`super::event_loop`], io_uring in [`super::uring`]) — the graceful-shutdown sequence
-//! (notice the signal, drain, stop once drained or at the deadline). The blocking driver
-//! ([`super::blocking`]) shares the phases, the tick and the back-off.
+//! [`super::event_loop`], io_uring in [`super::uring`]) — when they may accept
+//! ([`AcceptPause`]) and the graceful-shutdown sequence (notice the signal, drain, stop once
+//! drained or at the deadline). The blocking driver ([`super::blocking`]) shares the phases,
+//! the tick and the back-off period.
 
 use crate::config::Config;
+use crate::stats::{Stats, bump};
+use amped_sys::listen::is_fd_exhaustion;
+use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -44,6 +48,46 @@ impl Phase {
             Phase::Send => now + cfg.send_timeout(),
             Phase::Parked | Phase::Served => now + Duration::from_secs(365 * 24 * 3600),
         }
+    }
+}
+
+/// When an event loop may accept: below `--max-connections`, and not in the
+/// [`ACCEPT_BACKOFF`] pause after `accept` ran out of descriptors. Both kinds of pause are
+/// counted in `accept_pauses` (reaching the cap once per stay there).
+#[derive(Debug, Default)]
+pub struct AcceptPause {
+    until: Option<Instant>,
+    at_cap: bool,
+}
+
+impl AcceptPause {
+    /// Whether the loop may accept at `now` with `open` of at most `max` connections open.
+    pub fn may_accept(&mut self, open: usize, max: usize, now: Instant, stats: &Stats) -> bool {
+        if open >= max {
+            if !self.at_cap {
+                self.at_cap = true;
+                bump(stats.accept_pauses());
+            }
+            return false;
+        }
+        self.at_cap = false;
+        if self.until.is_some_and(|t| now < t) {
+            return false;
+        }
+        self.until = None;
+        true
+    }
+
+    /// `accept` failed with `e`. Out of descriptors, accepting pauses (logged and counted)
+    /// and this returns true; any other error (the client gave up) changes nothing.
+    pub fn accept_failed(&mut self, e: &io::Error, stats: &Stats) -> bool {
+        if !is_fd_exhaustion(e) {
+            return false;
+        }
+        crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+        bump(stats.accept_pauses());
+        self.until = Some(Instant::now() + ACCEPT_BACKOFF);
+        true
     }
 }
 
@@ -110,6 +154,25 @@ mod tests {
         let mut late = Lifecycle::new();
         late.shutdown_begins(&flag, Duration::ZERO);
         assert!(late.should_stop(false), "the deadline passed");
+    }
+
+    #[test]
+    fn accepting_pauses_at_the_cap_and_after_running_out_of_descriptors() {
+        let stats = Stats::default();
+        let pauses = || stats.accept_pauses().load(Ordering::Relaxed);
+        let mut p = AcceptPause::default();
+        let now = Instant::now();
+        assert!(p.may_accept(1, 2, now, &stats));
+        assert!(!p.may_accept(2, 2, now, &stats) && !p.may_accept(2, 2, now, &stats));
+        assert_eq!(pauses(), 1, "one stay at the cap, one pause");
+        assert!(p.may_accept(1, 2, now, &stats));
+        let aborted = io::Error::from_raw_os_error(libc::ECONNABORTED);
+        assert!(!p.accept_failed(&aborted, &stats) && p.may_accept(1, 2, now, &stats));
+        let emfile = io::Error::from_raw_os_error(libc::EMFILE);
+        assert!(p.accept_failed(&emfile, &stats));
+        assert_eq!(pauses(), 2);
+        assert!(!p.may_accept(0, 2, Instant::now(), &stats), "paused");
+        assert!(p.may_accept(0, 2, Instant::now() + ACCEPT_BACKOFF, &stats), "the pause is over");
     }
 
     #[test]

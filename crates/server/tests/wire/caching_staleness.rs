@@ -170,6 +170,40 @@ arch_tests! {
         s.assert_alive();
     }
 
+    /// A file cut in place after the file cache took its entry, asked for again within the
+    /// revalidation second: the server may promise the length it knew, but it answers — a
+    /// status line, then the current bytes (all of them, or a body cut short and the
+    /// connection closed) — and never closes without a word, whether the file now ends before
+    /// the first byte (0) or within the first chunk (1000).
+    fn truncated_after_caching_is_answered(arch) {
+        let len = 1 << 20;
+        let s = Server::start(arch, &[], |root| write(root, "big.bin", pseudo_random(len, 9)));
+        for cut in [0, 1000] {
+            std::fs::write(s.path("big.bin"), pseudo_random(len, 9)).unwrap();
+            thread::sleep(STALENESS);
+            assert!(s.get("/big.bin").assert_status(200).body == pseudo_random(len, 9), "cut {cut}: before");
+            let f = std::fs::OpenOptions::new().write(true).open(s.path("big.bin")).unwrap();
+            f.set_len(cut as u64).unwrap();
+            drop(f);
+            let (head, body) = answer_until_closed(&s, "/big.bin");
+            assert!(head.starts_with("HTTP/1.1 200"), "cut {cut}: no answer, got {head:?}");
+            let promised: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Content-Length: "))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| panic!("cut {cut}: no Content-Length in {head:?}"));
+            assert!(promised == cut || promised == len, "cut {cut}: promised {promised}");
+            assert!(body.len() <= cut, "cut {cut}: {} bytes sent past the end", body.len());
+            if promised == cut {
+                assert_eq!(body.len(), cut, "cut {cut}: the current version, but not whole");
+            }
+            assert!(body == pseudo_random(len, 9)[..body.len()], "cut {cut}: wrong bytes");
+            thread::sleep(STALENESS);
+            let r = s.get("/big.bin");
+            assert!(r.assert_status(200).body == pseudo_random(len, 9)[..cut], "cut {cut}: after");
+        }
+    }
+
     /// Every optimization switched off, alone or together, still serves exact bytes: whole
     /// files small and large, ranges, HEAD, keep-alive.
     fn optimizations_off_still_correct(arch) {
@@ -203,4 +237,21 @@ arch_tests! {
             assert!(c.response().assert_status(200).body == big, "{switches:?}: repeat differs");
         }
     }
+}
+
+/// Sends `GET path` with `Connection: close` and reads until the server closes (a hang fails):
+/// the head's text and the body bytes that came.
+fn answer_until_closed(s: &Server, path: &str) -> (String, Vec<u8>) {
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    std::io::Write::write_all(&mut stream, get_req(path).as_bytes()).unwrap();
+    let mut all = Vec::new();
+    match stream.read_to_end(&mut all) {
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::ConnectionReset => {}
+        Err(e) => panic!("{path}: not closed after {} bytes: {e}", all.len()),
+    }
+    let split = all.windows(4).position(|w| w == b"\r\n\r\n").map_or(all.len(), |i| i + 4);
+    let body = all.split_off(split);
+    (String::from_utf8_lossy(&all).into_owned(), body)
 }

@@ -28,20 +28,19 @@ mod send;
 mod tls;
 
 use super::amped::HelperPool;
+use super::conn_table::ConnTable;
 use super::disk_concurrency::DiskConcurrency;
 use super::event_loop::JobRunner;
-use super::lifecycle::{ACCEPT_BACKOFF, Lifecycle, Phase, TICK};
+use super::lifecycle::{AcceptPause, Lifecycle, Phase, TICK};
 use crate::disk::translate::Translation;
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
 use crate::tls::TlsContext;
-use amped_sys::listen::is_fd_exhaustion;
 use amped_sys::residency;
 use amped_sys::uring::{Completion, Event, OpId, Ring};
 use disk_gate::{ColdRead, DiskGate};
 use open::{OpenStep, Opening};
 use send::{CHUNK, Next, Sending};
-use slab::Slab;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsFd, OwnedFd};
@@ -97,26 +96,69 @@ pub fn run(
 struct Conn {
     sock: OwnedFd,
     state: ConnState,
-    generation: u32,
-    /// The ring operation in flight for this connection.
-    op: Option<OpId>,
     phase: Phase,
     deadline: Instant,
-    /// Close once the operation in flight completes.
-    closing: bool,
-    /// The header timeout fired: answer 408 once the cancelled receive returns.
-    timed_out: bool,
-    /// Bytes of an unfinished request had arrived when the receive was submitted.
-    partial: bool,
-    /// Boxed, as are `opening` and a waiting request (`ConnState::pending`): an idle
-    /// connection then holds only a pointer for each (≈ 1 KiB less per connection).
-    out: Option<Box<Sending>>,
-    opening: Option<Box<Opening>>,
-    /// Idle past [`DOZE_AFTER`]: the receive was cancelled and the connection waits with a
-    /// poll, holding no buffer (its next request gets one when it is readable).
-    dozing: bool,
+    /// What the connection is doing, with the ring operation it has in flight.
+    doing: Doing,
     /// The TLS session of an HTTPS connection.
     tls: Option<Box<RingTls>>,
+}
+
+/// What a connection is doing. A variant with an `op` has that ring operation in flight (at
+/// most one per connection); the others have none, except `Closing`, whose operation is
+/// already cancelled. A response and an open are boxed, as is a waiting request
+/// (`ConnState::pending`): an idle connection then holds only a pointer for each (≈ 1 KiB
+/// less per connection).
+#[derive(Debug, Default)]
+enum Doing {
+    /// Between two operations, while the loop decides what comes next (never left so once
+    /// the loop has handled the connection's event).
+    #[default]
+    Deciding,
+    /// Receiving request bytes. `partial`: bytes of an unfinished request had arrived when
+    /// the receive was submitted (the header timeout then answers 408).
+    Receiving { op: OpId, partial: bool },
+    /// The header timeout cancelled the receive: answer 408 once it returns (from here the
+    /// send timeout applies).
+    TimingOut { op: OpId },
+    /// Idle past [`DOZE_AFTER`]: the receive is cancelled, then the connection waits with a
+    /// poll, holding no buffer (its next request gets one when it is readable).
+    Dozing { op: OpId },
+    /// Sending TLS ciphertext that belongs to no response (a handshake message, tickets).
+    SendingTls { op: OpId },
+    /// A job on a helper thread (no ring operation).
+    AtHelper,
+    /// Opening a file on the ring.
+    Opening { op: OpId, opening: Box<Opening> },
+    /// Sending a response: its send or file read in flight, or none while the read waits
+    /// for a disk slot.
+    Responding { out: Box<Sending>, op: Option<OpId> },
+    /// Closing once the cancelled operation completes; the response it abandons, if any, is
+    /// logged then.
+    Closing { out: Option<Box<Sending>> },
+}
+
+impl Doing {
+    /// The ring operation in flight that closing must cancel, if any.
+    fn op(&self) -> Option<OpId> {
+        match self {
+            Doing::Receiving { op, .. }
+            | Doing::TimingOut { op }
+            | Doing::Dozing { op }
+            | Doing::SendingTls { op }
+            | Doing::Opening { op, .. } => Some(*op),
+            Doing::Responding { op, .. } => *op,
+            Doing::Deciding | Doing::AtHelper | Doing::Closing { .. } => None,
+        }
+    }
+
+    /// The response under way, if any.
+    fn into_response(self) -> Option<Box<Sending>> {
+        match self {
+            Doing::Responding { out, .. } | Doing::Closing { out: Some(out) } => Some(out),
+            _ => None,
+        }
+    }
 }
 
 struct UringLoop {
@@ -125,10 +167,8 @@ struct UringLoop {
     helpers: HelperPool,
     listener: Option<TcpListener>,
     accept_op: Option<OpId>,
-    accept_paused_until: Option<Instant>,
-    at_cap: bool,
-    conns: Slab<Conn>,
-    next_gen: u32,
+    accept: AcceptPause,
+    conns: ConnTable<Conn>,
     draining: bool,
     spare: Vec<Vec<u8>>,
     done: Vec<(u64, JobDone)>,
@@ -163,10 +203,8 @@ impl UringLoop {
             helpers,
             listener: Some(listener),
             accept_op: None,
-            accept_paused_until: None,
-            at_cap: false,
-            conns: Slab::with_capacity(1024),
-            next_gen: 0,
+            accept: AcceptPause::default(),
+            conns: ConnTable::with_capacity(1024),
             draining: false,
             spare: Vec::new(),
             done: Vec::new(),
@@ -215,18 +253,10 @@ impl UringLoop {
             return;
         }
         let Some(listener) = &self.listener else { return };
-        if self.conns.len() >= self.pipeline.cfg.max_connections {
-            if !self.at_cap {
-                self.at_cap = true;
-                bump(self.pipeline.stats.accept_pauses());
-            }
+        let (open, max) = (self.conns.len(), self.pipeline.cfg.max_connections);
+        if !self.accept.may_accept(open, max, Instant::now(), &self.pipeline.stats) {
             return;
         }
-        self.at_cap = false;
-        if self.accept_paused_until.is_some_and(|t| Instant::now() < t) {
-            return;
-        }
-        self.accept_paused_until = None;
         self.accept_op = Some(self.ring.accept(ACCEPT, listener.as_fd()));
     }
 
@@ -239,12 +269,10 @@ impl UringLoop {
         }
         match r {
             Ok((sock, peer)) => self.register(sock, peer),
-            Err(e) if is_fd_exhaustion(&e) => {
-                crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
-                bump(self.pipeline.stats.accept_pauses());
-                self.accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
+            // Out of descriptors: pause. ECONNABORTED and friends: the client gave up.
+            Err(e) => {
+                self.accept.accept_failed(&e, &self.pipeline.stats);
             }
-            Err(_) => {} // ECONNABORTED and friends: the client gave up
         }
     }
 
@@ -256,21 +284,13 @@ impl UringLoop {
                 Err(_) => return, // (the socket closes)
             },
         };
-        self.next_gen = self.next_gen.wrapping_add(1);
         let peer = peer.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
         let key = self.conns.insert(Conn {
             sock,
             state: ConnState::new(peer),
-            generation: self.next_gen,
-            op: None,
             phase: Phase::Head,
             deadline: Phase::Head.deadline(&self.pipeline.cfg, Instant::now()),
-            closing: false,
-            timed_out: false,
-            partial: false,
-            out: None,
-            opening: None,
-            dozing: false,
+            doing: Doing::Deciding,
             tls,
         });
         bump(self.pipeline.stats.connections_accepted());
@@ -280,65 +300,47 @@ impl UringLoop {
 
     // ---- driving a connection ----------------------------------------------------------
 
-    fn token(&self, key: usize) -> u64 {
-        (u64::from(self.conns[key].generation) << 32) | key as u64
-    }
-
-    fn live_key(&self, token: u64) -> Option<usize> {
-        let key = (token & 0xffff_ffff) as usize;
-        match self.conns.get(key) {
-            Some(c) if c.generation == (token >> 32) as u32 => Some(key),
-            _ => None,
-        }
-    }
-
-    /// Moves a connection with nothing in flight on: continue its response, or ask the
-    /// pipeline what comes next.
+    /// Asks the pipeline what comes next for a connection with nothing under way.
     fn advance(&mut self, key: usize) {
-        if self.conns[key].out.is_some() {
-            return self.pump(key);
-        }
         let step = self.pipeline.next(&mut self.conns[key].state, self.draining);
         self.on_step(key, step);
     }
 
     fn on_step(&mut self, key: usize, step: Step) {
         match step {
-            Step::Respond(resp) => {
-                self.conns[key].out = Some(Box::new(Sending::new(resp)));
-                self.pump(key);
-            }
+            Step::Respond(resp) => self.pump(key, Box::new(Sending::new(resp))),
             Step::Block(job) => self.run_job(key, job),
             Step::NeedMore => self.receive(key),
             Step::Close => self.close(key),
         }
     }
 
-    /// Submits the next operation of the response in flight, or finishes it.
-    fn pump(&mut self, key: usize) {
-        let token = self.token(key);
+    /// Submits the next operation of the response `out`, or finishes it.
+    fn pump(&mut self, key: usize, mut out: Box<Sending>) {
+        let token = self.conns.token(key);
         let spare = &mut self.spare;
         let c = &mut self.conns[key];
-        let out = c.out.as_mut().expect("a response in flight");
-        match out.next(|| spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK))) {
-            Next::Send(g, more) if c.tls.is_some() => {
+        let next = out.next(|| spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK)));
+        match (next, c.tls.as_mut()) {
+            (Next::Send(g, more), Some(tls)) => {
                 // Encrypt what the session takes; its ciphertext goes out in place of `g`.
-                let tls = c.tls.as_mut().expect("a TLS connection");
                 match tls.encrypt(&g, !more && out.resp.close) {
                     Ok(n) => out.sent(g, n),
                     Err(_) => {
                         out.restore(g);
-                        return self.close(key);
+                        return self.finalize(key, Some(out));
                     }
                 }
-                self.send_tls_output(key);
+                let cipher = tls.output(self.spare_recv.pop().unwrap_or_default());
+                self.send_ciphertext(key, cipher, Some(out));
             }
-            Next::Send(g, more) => {
-                c.op = Some(self.ring.send(token, c.sock.as_fd(), g, more));
+            (Next::Send(g, more), None) => {
+                let op = self.ring.send(token, c.sock.as_fd(), g, more);
+                c.doing = Doing::Responding { out, op: Some(op) };
                 c.phase = Phase::Send;
                 c.deadline = Phase::Send.deadline(&self.pipeline.cfg, Instant::now());
             }
-            Next::Read { file, offset, max, buf } => {
+            (Next::Read { file, offset, max, buf }, _) => {
                 c.phase = Phase::Parked;
                 let cold = !residency::is_resident(&file.file, offset, max as u64).unwrap_or(true);
                 if cold {
@@ -351,17 +353,18 @@ impl UringLoop {
                             spare.push(buf);
                         }
                         let since = out.since;
+                        c.doing = Doing::Responding { out, op: None };
                         let read = ColdRead { token, file, offset, max };
                         return self.gate.wait(since, read);
                     }
                     out.cold_read = true;
                 }
-                c.op = Some(self.ring.read(token, file.file.as_fd(), buf, offset, max));
+                let op = self.ring.read(token, file.file.as_fd(), buf, offset, max);
+                c.doing = Doing::Responding { out, op: Some(op) };
             }
-            Next::Done => {
-                let out = c.out.take().expect("a response in flight");
+            (Next::Done, _) => {
                 self.pipeline.complete(&out.resp, out.body_sent);
-                let close = out.resp.close;
+                let close = out.closes_after();
                 if let Some(buf) = out.into_buffer() {
                     self.recycle(buf);
                 }
@@ -373,7 +376,7 @@ impl UringLoop {
     /// Submits a receive into the connection's input buffer (a TLS connection: into a
     /// ciphertext buffer).
     fn receive(&mut self, key: usize) {
-        let token = self.token(key);
+        let token = self.conns.token(key);
         let cfg = &self.pipeline.cfg;
         let c = &mut self.conns[key];
         let phase = if c.state.is_idle() { Phase::Idle } else { Phase::Head };
@@ -384,7 +387,7 @@ impl UringLoop {
             c.phase = phase;
             c.deadline = phase.deadline(cfg, Instant::now());
         }
-        c.partial = c.state.has_partial_request();
+        let partial = c.state.has_partial_request();
         let cap = if c.state.inbuf.is_empty() { RECV_FIRST } else { RECV_MORE };
         let want = c.state.read_hint(cfg.limits.max_head_bytes).min(cap);
         let (mut buf, want) = match c.tls {
@@ -396,57 +399,35 @@ impl UringLoop {
         {
             buf = spare;
         }
-        c.op = Some(self.ring.recv(token, c.sock.as_fd(), buf, want));
+        let op = self.ring.recv(token, c.sock.as_fd(), buf, want);
+        c.doing = Doing::Receiving { op, partial };
     }
 
     /// A blocking step: `openat`/`statx` on the ring when the translation is known to be a
     /// file; anything else (a full translation, a listing) on a helper.
     fn run_job(&mut self, key: usize, job: Job) {
-        let token = self.token(key);
-        let c = &mut self.conns[key];
-        c.phase = Phase::Parked;
+        let token = self.conns.token(key);
+        self.conns[key].phase = Phase::Parked;
         match job {
             Job::Resolve { url_path, known: Some(Translation::File(path, _)), .. } => {
-                let mut opening = Opening::new(url_path, path);
-                match self.ring.open(token, &opening.path) {
-                    Ok(op) => {
-                        c.op = Some(op);
-                        c.opening = Some(Box::new(opening));
-                    }
-                    Err(e) => {
-                        let OpenStep::Done(r) = opening.opened(Err(e)) else {
-                            unreachable!("a failed open finishes")
-                        };
-                        let step = self.pipeline.resume(&mut c.state, JobDone::Resolved(r));
-                        self.on_step(key, step);
-                    }
-                }
+                let step = Opening::start(url_path, path, &mut self.ring, token);
+                self.on_open_step(key, step);
             }
-            job => {
-                if let Some(done) = self.helpers.submit(token, job) {
-                    let step = self.pipeline.resume(&mut c.state, done);
+            job => match self.helpers.submit(token, job) {
+                Some(done) => {
+                    let step = self.pipeline.resume(&mut self.conns[key].state, done);
                     self.on_step(key, step);
                 }
-            }
+                None => self.conns[key].doing = Doing::AtHelper,
+            },
         }
     }
 
     fn on_open_step(&mut self, key: usize, step: OpenStep) {
-        let token = self.token(key);
         let c = &mut self.conns[key];
         match step {
-            OpenStep::Stat => {
-                let opening = c.opening.as_ref().expect("an open in progress");
-                let fd = opening.file().expect("an opened file").as_fd();
-                c.op = Some(self.ring.statx(token, fd));
-            }
-            OpenStep::ReadBody(max) => {
-                let opening = c.opening.as_ref().expect("an open in progress");
-                let fd = opening.file().expect("an opened file").as_fd();
-                c.op = Some(self.ring.read(token, fd, Vec::with_capacity(max), 0, max));
-            }
+            OpenStep::Submitted(opening, op) => c.doing = Doing::Opening { op, opening },
             OpenStep::Done(resolved) => {
-                c.opening = None;
                 let step = self.pipeline.resume(&mut c.state, JobDone::Resolved(resolved));
                 self.on_step(key, step);
             }
@@ -456,96 +437,81 @@ impl UringLoop {
     // ---- completions -------------------------------------------------------------------
 
     fn on_conn_event(&mut self, token: u64, event: Event) {
-        let Some(key) = self.live_key(token) else { return };
-        let c = &mut self.conns[key];
-        c.op = None;
-        if c.closing {
-            return self.finalize(key);
-        }
-        if c.dozing {
-            return self.on_doze_event(key, token, event);
-        }
-        self.on_conn_event_awake(key, event);
-    }
-
-    /// The receive cancelled by the header timeout is back: answer 408 (from here the send
-    /// timeout applies).
-    fn answer_timeout(&mut self, key: usize) {
-        let c = &mut self.conns[key];
-        c.timed_out = false;
-        let resp = self.pipeline.timeout_response(c.state.peer, &c.state.inbuf);
-        c.out = Some(Box::new(Sending::new(resp)));
-        self.pump(key)
-    }
-
-    /// A completion for a connection that is not dozing.
-    fn on_conn_event_awake(&mut self, key: usize, event: Event) {
-        let c = &mut self.conns[key];
-        match event {
-            Event::Received(r, buf) if c.tls.is_some() => {
-                let ok = self.tls_received(key, r, buf);
-                let c = &self.conns[key];
-                if c.timed_out {
-                    return self.answer_timeout(key);
-                }
-                match c.tls.as_ref().map(|t| t.wants_write()) {
-                    _ if !ok => self.close(key),
-                    Some(true) => self.send_tls_output(key),
-                    _ => self.advance(key),
-                }
+        let Some(key) = self.conns.live_key(token) else { return };
+        match std::mem::take(&mut self.conns[key].doing) {
+            Doing::Closing { out } => self.finalize(key, out),
+            Doing::Receiving { .. } => self.on_received(key, event, false),
+            Doing::TimingOut { .. } => self.on_received(key, event, true),
+            Doing::Dozing { .. } => self.on_doze_event(key, token, event),
+            Doing::SendingTls { .. } => match event {
+                Event::Sent(r, g) => self.tls_sent(key, r, g, None),
+                _ => self.close(key),
+            },
+            Doing::Opening { opening, .. } => {
+                let step = opening.completed(event, &mut self.ring, token, &self.pipeline.cfg);
+                self.on_open_step(key, step);
             }
-            Event::Sent(r, g) if c.tls.is_some() => self.tls_sent(key, r, g),
-            Event::Received(r, buf) => {
+            Doing::Responding { out, .. } => self.on_response_event(key, out, event),
+            // No operation of the connection's was in flight: fail safe.
+            Doing::Deciding | Doing::AtHelper => self.close(key),
+        }
+    }
+
+    /// The receive in flight completed (after the header timeout cancelled it, if
+    /// `timed_out`: then the 408 goes out).
+    fn on_received(&mut self, key: usize, event: Event, timed_out: bool) {
+        let Event::Received(r, buf) = event else { return self.close(key) };
+        let c = &mut self.conns[key];
+        let ok = match c.tls.as_mut() {
+            Some(tls) => tls.take_received(r, buf, &mut c.state, &mut self.spare_recv),
+            None => {
                 c.state.inbuf = buf;
-                if c.timed_out {
-                    return self.answer_timeout(key);
-                }
-                match r {
-                    Ok(0) | Err(_) => self.close(key),
-                    Ok(_) => self.advance(key),
-                }
+                matches!(r, Ok(n) if n > 0)
             }
-            Event::Sent(r, g) => {
-                let out = c.out.as_mut().expect("a send belongs to a response");
-                match r {
-                    Ok(n) if n > 0 => {
-                        out.sent(g, n);
-                        self.pump(key);
-                    }
-                    _ => {
-                        out.restore(g);
-                        self.close(key); // the peer went away: log what was sent, close
-                    }
-                }
+        };
+        if timed_out {
+            let resp = self.pipeline.timeout_response(c.state.peer, &c.state.inbuf);
+            return self.pump(key, Box::new(Sending::new(resp)));
+        }
+        if !ok {
+            return self.close(key);
+        }
+        match c.tls.as_mut() {
+            Some(tls) if tls.wants_write() => {
+                let cipher = tls.output(self.spare_recv.pop().unwrap_or_default());
+                self.send_ciphertext(key, cipher, None);
+            }
+            _ => self.advance(key),
+        }
+    }
+
+    /// A send or file read of the response `out` completed.
+    fn on_response_event(&mut self, key: usize, mut out: Box<Sending>, event: Event) {
+        match event {
+            Event::Sent(r, g) if self.conns[key].tls.is_some() => {
+                self.tls_sent(key, r, g, Some(out))
+            }
+            Event::Sent(Ok(n), g) if n > 0 => {
+                out.sent(g, n);
+                self.pump(key, out);
+            }
+            Event::Sent(_, g) => {
+                out.restore(g);
+                self.finalize(key, Some(out)); // the peer went away: log what was sent, close
             }
             Event::Read(r, buf) => {
-                if let Some(opening) = c.opening.as_mut() {
-                    let step = opening.body_read(r, buf);
-                    return self.on_open_step(key, step);
-                }
-                let out = c.out.as_mut().expect("a file read belongs to a response");
                 let n = r.unwrap_or(0);
                 let was_cold = std::mem::take(&mut out.cold_read);
-                if out.chunk_read(buf, n) {
-                    self.pump(key);
-                } else {
-                    self.close(key); // read error, or the file shrank under the response
-                }
+                // A read error or a file that shrank under the response cuts it short: the
+                // head still goes if it has not, then the connection closes.
+                out.chunk_read(buf, n);
+                self.pump(key, out);
                 if was_cold {
                     self.gate.finished(n as u64);
                     self.start_waiting_reads();
                 }
             }
-            Event::Opened(r) => {
-                let step = c.opening.as_mut().expect("an open in progress").opened(r);
-                self.on_open_step(key, step);
-            }
-            Event::Stat(r) => {
-                let step =
-                    c.opening.as_mut().expect("an open in progress").statted(r, &self.pipeline.cfg);
-                self.on_open_step(key, step);
-            }
-            Event::Accepted(_) | Event::Polled(_) => {}
+            _ => self.finalize(key, Some(out)),
         }
     }
 
@@ -553,7 +519,6 @@ impl UringLoop {
     /// keeping the buffer for another connection), or the poll (then receive again). A
     /// receive that won the race with its cancellation is handled as usual.
     fn on_doze_event(&mut self, key: usize, token: u64, event: Event) {
-        let c = &mut self.conns[key];
         match event {
             Event::Received(Err(e), mut buf) if Ring::was_cancelled(&e) && buf.is_empty() => {
                 if self.spare_recv.len() < SPARE_RECV {
@@ -562,19 +527,12 @@ impl UringLoop {
                 } else {
                     self.freed_recv += 1;
                 }
-                c.op = Some(self.ring.poll_once(token, c.sock.as_fd()));
+                let c = &mut self.conns[key];
+                c.doing = Doing::Dozing { op: self.ring.poll_once(token, c.sock.as_fd()) };
             }
-            Event::Polled(Ok(())) => {
-                c.dozing = false;
-                self.receive(key);
-            }
-            event => {
-                c.dozing = false;
-                if matches!(event, Event::Polled(_)) {
-                    return self.close(key); // the poll failed
-                }
-                self.on_conn_event_awake(key, event);
-            }
+            Event::Polled(Ok(())) => self.receive(key),
+            Event::Polled(Err(_)) => self.close(key),
+            event => self.on_received(key, event, false),
         }
     }
 
@@ -584,11 +542,13 @@ impl UringLoop {
         let mut done = std::mem::take(&mut self.done);
         self.helpers.completed(&mut done);
         for (token, result) in done.drain(..) {
-            let Some(key) = self.live_key(token) else { continue };
-            if self.conns[key].closing {
+            let Some(key) = self.conns.live_key(token) else { continue };
+            let c = &mut self.conns[key];
+            if !matches!(c.doing, Doing::AtHelper) {
                 continue;
             }
-            let step = self.pipeline.resume(&mut self.conns[key].state, result);
+            c.doing = Doing::Deciding;
+            let step = self.pipeline.resume(&mut c.state, result);
             self.on_step(key, step);
         }
         self.done = done;
@@ -602,20 +562,24 @@ impl UringLoop {
     /// Closes a connection: at once if nothing is in flight, else after cancelling it.
     fn close(&mut self, key: usize) {
         let c = &mut self.conns[key];
-        match c.op {
+        if matches!(c.doing, Doing::Closing { .. }) {
+            return;
+        }
+        let op = c.doing.op();
+        let out = std::mem::take(&mut c.doing).into_response();
+        match op {
             Some(op) => {
-                if !c.closing {
-                    c.closing = true;
-                    self.ring.cancel(op);
-                }
+                self.ring.cancel(op);
+                c.doing = Doing::Closing { out };
             }
-            None => self.finalize(key),
+            None => self.finalize(key, out),
         }
     }
 
-    fn finalize(&mut self, key: usize) {
-        let c = self.conns.remove(key);
-        if let Some(out) = &c.out {
+    /// Ends a connection with nothing in flight; `out` is the response it abandons, if any.
+    fn finalize(&mut self, key: usize, out: Option<Box<Sending>>) {
+        self.conns.remove(key);
+        if let Some(out) = out {
             // Abandoned mid-response: log what was sent.
             self.pipeline.complete(&out.resp, out.body_sent);
             if out.cold_read {
@@ -631,20 +595,18 @@ impl UringLoop {
     /// connection has gone.
     fn start_waiting_reads(&mut self) {
         while let Some(r) = self.gate.next() {
-            let Some(key) = self.live_key(r.token) else {
+            let Some(key) = self.conns.live_key(r.token) else {
                 self.gate.released();
                 continue;
             };
-            let c = &mut self.conns[key];
-            match c.out.as_mut() {
-                Some(out) if !c.closing && c.op.is_none() => {
+            match &mut self.conns[key].doing {
+                Doing::Responding { out, op: op @ None } => {
                     out.cold_read = true;
                     // A kept buffer may still hold the chunk it last carried: a ring read
                     // appends, so it starts empty.
                     let mut buf = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
                     buf.clear();
-                    let op = self.ring.read(r.token, r.file.file.as_fd(), buf, r.offset, r.max);
-                    c.op = Some(op);
+                    *op = Some(self.ring.read(r.token, r.file.file.as_fd(), buf, r.offset, r.max));
                 }
                 _ => self.gate.released(),
             }
@@ -664,17 +626,19 @@ impl UringLoop {
             .conns
             .iter()
             .filter(|(_, c)| {
-                c.phase != Phase::Parked && !c.closing && !c.timed_out && c.deadline <= now
+                c.phase != Phase::Parked
+                    && !matches!(c.doing, Doing::Closing { .. } | Doing::TimingOut { .. })
+                    && c.deadline <= now
             })
             .map(|(k, _)| k)
             .collect();
         for key in expired {
             bump(self.pipeline.stats.timeouts());
             let c = &mut self.conns[key];
-            match c.op {
-                Some(op) if c.phase == Phase::Head && c.partial && c.out.is_none() => {
+            match c.doing {
+                Doing::Receiving { op, partial: true } if c.phase == Phase::Head => {
                     // Cancel the receive; its completion sends the 408 (then closes).
-                    c.timed_out = true;
+                    c.doing = Doing::TimingOut { op };
                     c.deadline = now + self.pipeline.cfg.send_timeout();
                     self.ring.cancel(op);
                 }
@@ -704,13 +668,10 @@ impl UringLoop {
         for (_, c) in self.conns.iter_mut() {
             let idle_since = c.deadline.checked_sub(keepalive);
             if c.phase == Phase::Idle
-                && !c.dozing
-                && !c.closing
-                && c.out.is_none()
                 && idle_since.is_some_and(|t| now.saturating_duration_since(t) >= DOZE_AFTER)
-                && let Some(op) = c.op
+                && let Doing::Receiving { op, .. } = c.doing
             {
-                c.dozing = true;
+                c.doing = Doing::Dozing { op };
                 self.ring.cancel(op);
             }
         }
@@ -728,10 +689,7 @@ impl UringLoop {
             .conns
             .iter()
             .filter(|(_, c)| {
-                c.out.is_none()
-                    && matches!(c.phase, Phase::Head | Phase::Idle)
-                    && !c.partial
-                    && c.op.is_some()
+                matches!(c.doing, Doing::Receiving { partial: false, .. } | Doing::Dozing { .. })
             })
             .map(|(k, _)| k)
             .collect();

@@ -9,19 +9,18 @@ use crate::cache::FileEntry;
 use crate::cache::file::Access;
 use crate::config::Config;
 use crate::disk::{Resolved, keeps_body_in_memory};
-use amped_sys::uring::FileStat;
+use amped_sys::uring::{Event, FileStat, OpId, Ring};
 use std::fs::File;
 use std::io;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The next ring operation of an open in progress.
+/// Where an open stands after a step.
 pub(super) enum OpenStep {
-    /// `statx` the opened descriptor ([`Opening::file`]).
-    Stat,
-    /// Read the body: up to `max` bytes at offset 0.
-    ReadBody(usize),
+    /// Its next ring operation is in flight.
+    Submitted(Box<Opening>, OpId),
     /// Finished: resume the pipeline with this.
     Done(Resolved),
 }
@@ -31,86 +30,101 @@ pub(super) enum OpenStep {
 pub(super) struct Opening {
     url_path: String,
     /// The canonical path to open.
-    pub path: PathBuf,
+    path: PathBuf,
     started: Instant,
-    file: Option<File>,
-    stat: Option<FileStat>,
+    stage: Stage,
+}
+
+/// The ring operation an open waits for, and what it holds meanwhile.
+#[derive(Debug)]
+enum Stage {
+    /// The `openat`.
+    Open,
+    /// The `statx` of the opened descriptor.
+    Stat(File),
+    /// The read of a small body (the file's metadata in hand).
+    Body(File, FileStat),
 }
 
 impl Opening {
-    /// An open of `path` (the translation of `url_path`) starting now.
-    pub fn new(url_path: String, path: PathBuf) -> Opening {
+    /// Submits the `openat` of `path` (the translation of `url_path`) for the connection
+    /// `token`.
+    pub fn start(url_path: String, path: PathBuf, ring: &mut Ring, token: u64) -> OpenStep {
         // The check time recorded in the caches is when the file system was first consulted:
         // conservative, an entry never looks fresher than it is.
-        Opening { url_path, path, started: Instant::now(), file: None, stat: None }
+        let opening =
+            Box::new(Opening { url_path, path, started: Instant::now(), stage: Stage::Open });
+        match ring.open(token, &opening.path) {
+            Ok(op) => OpenStep::Submitted(opening, op),
+            Err(e) => opening.finish(Err(e)),
+        }
     }
 
-    /// The `openat` completed.
-    pub fn opened(&mut self, r: io::Result<File>) -> OpenStep {
-        match r {
-            Ok(f) => {
-                self.file = Some(f);
-                OpenStep::Stat
+    /// The operation in flight completed with `event`: submit the next one, or finish.
+    pub fn completed(
+        mut self: Box<Self>,
+        event: Event,
+        ring: &mut Ring,
+        token: u64,
+        cfg: &Config,
+    ) -> OpenStep {
+        match (std::mem::replace(&mut self.stage, Stage::Open), event) {
+            (Stage::Open, Event::Opened(Ok(file))) => {
+                let op = ring.statx(token, file.as_fd());
+                self.stage = Stage::Stat(file);
+                OpenStep::Submitted(self, op)
             }
-            Err(e) => self.finish(Err(e)),
+            (Stage::Stat(file), Event::Stat(Ok(st))) => {
+                if !st.is_file {
+                    let e = io::Error::new(io::ErrorKind::PermissionDenied, "not a regular file");
+                    return self.finish(Err(e));
+                }
+                if !keeps_body_in_memory(cfg, st.size) {
+                    let entry = entry(&self.path, file, st, None);
+                    return self.finish(Ok(entry));
+                }
+                // One byte more than expected: a file that grew since statx is not taken whole.
+                let max = st.size as usize + 1;
+                let op = ring.read(token, file.as_fd(), Vec::with_capacity(max), 0, max);
+                self.stage = Stage::Body(file, st);
+                OpenStep::Submitted(self, op)
+            }
+            (Stage::Body(file, st), Event::Read(r, buf)) => {
+                // Kept in memory only if it is exactly the size `statx` saw; otherwise the
+                // file is served from its descriptor like a large one.
+                let body = match r {
+                    Ok(n) if n as u64 == st.size => Some(Arc::from(buf)),
+                    Ok(_) => None,
+                    Err(e) => return self.finish(Err(e)),
+                };
+                let entry = entry(&self.path, file, st, body);
+                self.finish(Ok(entry))
+            }
+            (_, Event::Opened(Err(e)) | Event::Stat(Err(e)) | Event::Read(Err(e), _)) => {
+                self.finish(Err(e))
+            }
+            // (Not sent for an open: the loop gives an open only its own completions.)
+            (_, _) => self.finish(Err(io::Error::other("unexpected completion during an open"))),
         }
     }
 
-    /// The `statx` of the opened descriptor completed.
-    pub fn statted(&mut self, r: io::Result<FileStat>, cfg: &Config) -> OpenStep {
-        let st = match r {
-            Ok(st) => st,
-            Err(e) => return self.finish(Err(e)),
-        };
-        if !st.is_file {
-            return self.finish(Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                "not a regular file",
-            )));
-        }
-        self.stat = Some(st);
-        if keeps_body_in_memory(cfg, st.size) {
-            // One byte more than expected: a file that grew since statx is not taken whole.
-            return OpenStep::ReadBody(st.size as usize + 1);
-        }
-        self.finish(Ok(None))
+    fn finish(self, entry: io::Result<FileEntry>) -> OpenStep {
+        let Opening { url_path, path, started, .. } = self;
+        OpenStep::Done(Resolved::known_file(url_path, path, entry, started))
     }
+}
 
-    /// The opened descriptor (for the `statx` and the body read).
-    pub fn file(&self) -> Option<&File> {
-        self.file.as_ref()
-    }
-
-    /// The body read completed. Kept in memory only if it is exactly the size `statx` saw;
-    /// otherwise the file is served from its descriptor like a large one.
-    pub fn body_read(&mut self, r: io::Result<usize>, buf: Vec<u8>) -> OpenStep {
-        let size = self.stat.map_or(0, |s| s.size);
-        match r {
-            Ok(n) if n as u64 == size => self.finish(Ok(Some(Arc::from(buf)))),
-            Ok(_) => self.finish(Ok(None)),
-            Err(e) => self.finish(Err(e)),
-        }
-    }
-
-    fn finish(&mut self, body: io::Result<Option<Arc<[u8]>>>) -> OpenStep {
-        let (url_path, path) = (std::mem::take(&mut self.url_path), std::mem::take(&mut self.path));
-        let (file, stat) = (self.file.take(), self.stat.take());
-        let entry = body.and_then(|body| {
-            let (Some(file), Some(st)) = (file, stat) else {
-                return Err(io::Error::other("open finished without a descriptor"));
-            };
-            let size = body.as_ref().map_or(st.size, |b| b.len() as u64);
-            Ok(FileEntry {
-                path: path.clone(),
-                file,
-                size,
-                mtime: st.mtime,
-                ino: st.ino,
-                dev: st.dev,
-                access: Access { mode: st.mode, uid: st.uid, gid: st.gid },
-                body,
-            })
-        });
-        OpenStep::Done(Resolved::known_file(url_path, path, entry, self.started))
+/// The file cache's entry for `file` at `path` with the metadata `st` (and `body`, if kept).
+fn entry(path: &std::path::Path, file: File, st: FileStat, body: Option<Arc<[u8]>>) -> FileEntry {
+    let size = body.as_ref().map_or(st.size, |b| b.len() as u64);
+    FileEntry {
+        path: path.to_path_buf(),
+        file,
+        size,
+        mtime: st.mtime,
+        ino: st.ino,
+        dev: st.dev,
+        access: Access { mode: st.mode, uid: st.uid, gid: st.gid },
+        body,
     }
 }

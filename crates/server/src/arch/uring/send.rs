@@ -49,6 +49,9 @@ pub(super) struct Sending {
     /// The unsent bytes; `None` while the ring holds them.
     gather: Option<Gather>,
     file: Option<FileLeft>,
+    /// The file ended before the length the head promised: what is in hand still goes, then
+    /// the connection closes.
+    cut_short: bool,
 }
 
 impl Sending {
@@ -71,6 +74,7 @@ impl Sending {
             cold_read: false,
             gather: Some(Gather { head, head_from: 0, body, body_range }),
             file,
+            cut_short: false,
         }
     }
 
@@ -78,11 +82,12 @@ impl Sending {
     /// `spare` supplies a read buffer when none is at hand.
     pub fn next(&mut self, spare: impl FnOnce() -> Vec<u8>) -> Next {
         let Some(mut g) = self.gather.take() else { return Next::Done };
-        let file_left = self.file.as_ref().is_some_and(|f| f.next < f.end);
-        if file_left && g.body_range.is_empty() {
+        let file_left = self.file.as_ref().filter(|f| f.next < f.end);
+        if let Some(f) = file_left
+            && g.body_range.is_empty()
+        {
             // The chunk in hand is sent (or there is none yet): read the next one. The head,
             // if still unsent, waits and leaves with it.
-            let f = self.file.as_ref().expect("file_left");
             let mut buf = match std::mem::replace(&mut g.body, Chunk::Empty) {
                 Chunk::Owned(v) => v,
                 _ => spare(),
@@ -94,24 +99,40 @@ impl Sending {
             return Next::Read { file, offset, max, buf };
         }
         if g.remaining() > 0 {
-            return Next::Send(g, file_left);
+            return Next::Send(g, file_left.is_some());
         }
         self.gather = Some(g);
         Next::Done
     }
 
-    /// A chunk of `n` bytes was read into `buf`. False if the file ended early (it shrank
-    /// after the head promised more): the response cannot be completed.
-    pub fn chunk_read(&mut self, buf: Vec<u8>, n: usize) -> bool {
-        let (Some(g), Some(f)) = (self.gather.as_mut(), self.file.as_mut()) else { return false };
+    /// A chunk of `n` bytes was read into `buf`. Zero means the file ended before the length
+    /// the head promised (it shrank since its metadata was taken) or the read failed: the
+    /// response is cut short. What is in hand still goes — above all the head, if it has not
+    /// left yet (it waits for the first chunk here, while the other architectures send it
+    /// before the body) — and then the connection closes ([`Sending::closes_after`]), so the
+    /// client sees the same answer as under the other architectures, a body shorter than its
+    /// `Content-Length`, and never a close without a word.
+    pub fn chunk_read(&mut self, buf: Vec<u8>, n: usize) {
+        let (Some(g), Some(f)) = (self.gather.as_mut(), self.file.as_mut()) else {
+            self.cut_short = true;
+            return;
+        };
         if n == 0 {
             g.body = Chunk::Owned(buf);
-            return false;
+            g.body_range = 0..0;
+            self.file = None;
+            self.cut_short = true;
+            return;
         }
         f.next += n as u64;
         g.body_range = 0..buf.len();
         g.body = Chunk::Owned(buf);
-        true
+    }
+
+    /// The connection closes once this response is done: the response says so, or its body
+    /// was cut short.
+    pub fn closes_after(&self) -> bool {
+        self.resp.close || self.cut_short
     }
 
     /// `n` bytes of `g` were sent.
@@ -131,5 +152,72 @@ impl Sending {
             Chunk::Owned(v) => Some(v),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 200 for `size` bytes of a file (any open file: the plan never reads it itself).
+    fn file_response(size: u64) -> Response {
+        let path = std::env::current_exe().unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let meta = file.metadata().unwrap();
+        let file = Arc::new(FileEntry::new(path, file, &meta, None));
+        Response {
+            head: b"HTTP/1.1 200 OK\r\n\r\n".to_vec(),
+            body: Body::File { file, offset: 0, len: size },
+            close: false,
+            status: 200,
+            log: None,
+            timeline: None,
+        }
+    }
+
+    /// Plays the ring: reads return `reads` in turn (bytes found), sends take everything.
+    /// Returns the bytes sent, in order, and whether the connection closes after.
+    fn play(size: u64, reads: &[usize]) -> (Vec<Vec<u8>>, bool) {
+        let mut out = Sending::new(file_response(size));
+        let (mut reads, mut sent) = (reads.iter(), Vec::new());
+        loop {
+            match out.next(|| Vec::with_capacity(CHUNK)) {
+                Next::Read { max, mut buf, .. } => {
+                    let n = (*reads.next().expect("no more reads expected")).min(max);
+                    buf.resize(n, b'x');
+                    out.chunk_read(buf, n);
+                }
+                Next::Send(g, _) => {
+                    let [head, body] = g.unsent();
+                    sent.push([head, body].concat());
+                    let n = g.remaining();
+                    out.sent(g, n);
+                }
+                Next::Done => return (sent, out.closes_after()),
+            }
+        }
+    }
+
+    #[test]
+    fn a_whole_file_goes_with_the_head_and_keeps_the_connection() {
+        let (sent, close) = play(10, &[10]);
+        assert_eq!(sent, [b"HTTP/1.1 200 OK\r\n\r\nxxxxxxxxxx".to_vec()]);
+        assert!(!close);
+    }
+
+    #[test]
+    fn a_file_empty_before_the_first_byte_still_gets_its_head_then_closes() {
+        let (sent, close) = play(10, &[0]);
+        assert_eq!(sent, [b"HTTP/1.1 200 OK\r\n\r\n".to_vec()]);
+        assert!(close, "a body cut short must close the connection");
+    }
+
+    #[test]
+    fn a_file_shorter_than_promised_sends_what_it_has_then_closes() {
+        let size = CHUNK as u64 + 10;
+        let (sent, close) = play(size, &[CHUNK, 0]);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].len(), "HTTP/1.1 200 OK\r\n\r\n".len() + CHUNK);
+        assert!(close);
     }
 }

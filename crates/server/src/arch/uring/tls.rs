@@ -5,7 +5,8 @@
 //! through the ring as for plain connections (there is no `sendfile` here either), so TLS
 //! changes what is sent, not how the loop waits.
 
-use super::{Phase, SPARE_RECV, UringLoop};
+use super::{Doing, Phase, SPARE_RECV, Sending, UringLoop};
+use crate::pipeline::ConnState;
 use amped_sys::uring::Gather;
 use rustls::ServerConnection;
 use std::io::{self, ErrorKind, IoSlice, Read, Write};
@@ -47,6 +48,28 @@ impl RingTls {
         Ok(())
     }
 
+    /// A receive of ciphertext completed with `r` into `buf`: decrypts it into `state`'s
+    /// request bytes and keeps `buf` among the `spare` receive buffers. False if the
+    /// connection must close (not TLS, a protocol error, the end of the stream).
+    pub fn take_received(
+        &mut self,
+        r: io::Result<usize>,
+        mut buf: Vec<u8>,
+        state: &mut ConnState,
+        spare: &mut Vec<Vec<u8>>,
+    ) -> bool {
+        let mut plain = Vec::new();
+        let ok = matches!(r, Ok(n) if n > 0) && self.received(&buf, &mut plain).is_ok();
+        if !plain.is_empty() {
+            state.received(&plain);
+        }
+        buf.clear();
+        if spare.len() < SPARE_RECV {
+            spare.push(buf);
+        }
+        ok
+    }
+
     /// Encrypts what of `g`'s unsent bytes the session takes; returns how many. `last`: the
     /// response closes the connection, so `close_notify` follows once all is taken.
     pub fn encrypt(&mut self, g: &Gather, last: bool) -> io::Result<usize> {
@@ -77,59 +100,50 @@ impl RingTls {
 
 /// The loop's side of a TLS connection.
 impl UringLoop {
-    /// Sends the ciphertext a TLS connection has waiting (then the connection goes on where
-    /// it was: its response, or the pipeline).
-    pub(super) fn send_tls_output(&mut self, key: usize) {
-        let token = self.token(key);
-        let spare = self.spare_recv.pop().unwrap_or_default();
+    /// Sends ciphertext of a TLS connection (`cipher`, from [`RingTls::output`]): part of the
+    /// response `out`, or, without one, what the session had to say between receives.
+    pub(super) fn send_ciphertext(
+        &mut self,
+        key: usize,
+        cipher: Gather,
+        out: Option<Box<Sending>>,
+    ) {
+        let token = self.conns.token(key);
         let c = &mut self.conns[key];
-        let g = c.tls.as_mut().expect("a TLS connection").output(spare);
         c.phase = Phase::Send;
         c.deadline = Phase::Send.deadline(&self.pipeline.cfg, Instant::now());
-        c.op = Some(self.ring.send(token, c.sock.as_fd(), g, false));
+        let op = self.ring.send(token, c.sock.as_fd(), cipher, false);
+        c.doing = match out {
+            Some(out) => Doing::Responding { out, op: Some(op) },
+            None => Doing::SendingTls { op },
+        };
     }
 
-    /// A TLS connection's ciphertext send completed: the rest of it, or go on.
-    pub(super) fn tls_sent(&mut self, key: usize, r: io::Result<usize>, mut g: Gather) {
-        let token = self.token(key);
-        let c = &mut self.conns[key];
+    /// A TLS connection's ciphertext send completed: the rest of it, or go on where the
+    /// connection was (the response `out`, or the pipeline).
+    pub(super) fn tls_sent(
+        &mut self,
+        key: usize,
+        r: io::Result<usize>,
+        mut g: Gather,
+        out: Option<Box<Sending>>,
+    ) {
         match r {
             Ok(n) if n > 0 => {
                 g.advance(n);
                 if g.remaining() > 0 {
-                    c.op = Some(self.ring.send(token, c.sock.as_fd(), g, false));
-                    return;
+                    return self.send_ciphertext(key, g, out);
                 }
                 if self.spare_recv.len() < SPARE_RECV {
                     g.head.clear(); // (a receive appends: spare buffers are empty)
                     self.spare_recv.push(g.head);
                 }
-                self.advance(key)
+                match out {
+                    Some(out) => self.pump(key, out),
+                    None => self.advance(key),
+                }
             }
-            _ => self.close(key), // the peer went away
+            _ => self.finalize(key, out), // the peer went away: log what was sent, close
         }
-    }
-
-    /// Received ciphertext on a TLS connection: decrypt it into the request bytes, send what
-    /// the session has to say (handshake, tickets), then go on. False if the connection
-    /// must close (not TLS, a protocol error, the end of the stream).
-    pub(super) fn tls_received(
-        &mut self,
-        key: usize,
-        r: io::Result<usize>,
-        mut buf: Vec<u8>,
-    ) -> bool {
-        let c = &mut self.conns[key];
-        let tls = c.tls.as_mut().expect("a TLS connection");
-        let mut plain = Vec::new();
-        let ok = matches!(r, Ok(n) if n > 0) && tls.received(&buf, &mut plain).is_ok();
-        if !plain.is_empty() {
-            c.state.received(&plain);
-        }
-        buf.clear();
-        if self.spare_recv.len() < SPARE_RECV {
-            self.spare_recv.push(buf);
-        }
-        ok
     }
 }
