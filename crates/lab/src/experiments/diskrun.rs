@@ -553,6 +553,20 @@ impl<'a> Session<'a> {
         Some(DiskUse { reads, read_bytes: b.bytes.saturating_sub(a.bytes), busy })
     }
 
+    /// The warm-up phase, if the load has one (an error is only reported: the measured phase
+    /// still runs); returns the requests it sent.
+    fn warm_up(&self, load: &Load, label: &str) -> u64 {
+        let has_warm_up = load.warmup_s > 0.0;
+        if !has_warm_up {
+            return 0;
+        }
+        let warm = self.ampload(load, &load.warm_urls, load.warmup_s);
+        if let Some(e) = &warm.error {
+            eprintln!("[amplab {}]   warm-up of {label}: {e}", self.lab.experiment);
+        }
+        warm.sent
+    }
+
     /// One ampload run of `secs` on `urls`: the measurement (or the error), the raw report,
     /// the lines it took from the list, and its length until the last answer.
     fn ampload(&self, load: &Load, urls: &Path, secs: f64) -> Phase {
@@ -684,14 +698,7 @@ pub fn run_one_watched(
     let start = session.mark();
     let fuse_start = emu.slowdisk_stats();
     started(&session.server);
-    let mut warm_sent = 0;
-    if load.warmup_s > 0.0 {
-        let warm = session.ampload(load, &load.warm_urls, load.warmup_s);
-        if let Some(e) = &warm.error {
-            eprintln!("[amplab {}]   warm-up of {}: {e}", lab.experiment, spec.label);
-        }
-        warm_sent = warm.sent;
-    }
+    let warm_sent = session.warm_up(load, &spec.label);
     let before = session.mark();
     let port = session.server.port;
     let profile_before =
