@@ -361,20 +361,11 @@ fn model_section(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figur
         out_line(&mut s, &line);
     }
     s.push('\n');
-    let profiled: Vec<super::who_blocked::Row> = labels
-        .iter()
-        .filter_map(|l| rows.iter().find(|r| &r.cell.server == l && r.scale == last))
-        .filter_map(|r| super::who_blocked::cell_row(&r.cell))
-        .collect();
-    let ranking = super::who_blocked::Ranking {
-        metric: "Mb/s",
-        values: labels.iter().map(|l| (l.clone(), mbps(rows, l, last))).collect(),
-        higher_better: true,
-    };
-    s.push_str(&super::who_blocked::section(
+    s.push_str(&super::who_blocked::throughput_section(
         &format!("{} on the largest set, {last}× memory", emu.name),
-        &profiled,
-        &ranking,
+        &labels,
+        |l| rows.iter().find(|r| r.cell.server == l && r.scale == last).map(|r| &r.cell),
+        |l| mbps(rows, l, last),
     ));
     s
 }

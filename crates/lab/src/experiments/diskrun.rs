@@ -199,6 +199,12 @@ fn fields(
 }
 
 impl DiskCell {
+    /// This cell with `error`, for a server that could not be started.
+    fn failed(mut self, error: String) -> DiskCell {
+        self.error = Some(error);
+        self
+    }
+
     fn new(server: &str, model: &str) -> DiskCell {
         DiskCell {
             server: server.to_string(),
@@ -689,10 +695,7 @@ pub fn run_one_watched(
     let spec = &if lab.profile { super::debox_probe::profiled(spec) } else { spec.clone() };
     let session = match Session::open(lab, emu, spec, root, probe, tag) {
         Ok(s) => s,
-        Err(e) => {
-            cell.error = Some(e);
-            return cell;
-        }
+        Err(e) => return cell.failed(e),
     };
     // After the start and the probe: the disk's counters of this server's load alone.
     let start = session.mark();
@@ -816,10 +819,7 @@ pub fn run_windows(
     let probe = small.map_or("/".to_string(), Request::path);
     let session = match Session::open(lab, emu, spec, root, &probe, "win") {
         Ok(s) => s,
-        Err(e) => {
-            cell.error = Some(e);
-            return cell;
-        }
+        Err(e) => return cell.failed(e),
     };
     let start = session.mark();
     let fuse_start = emu.slowdisk_stats();

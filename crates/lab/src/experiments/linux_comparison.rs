@@ -369,20 +369,11 @@ fn summary(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figures: &[
     s.push_str(&table(&["server", "5%", "median", "95%", "mean"], &lat));
     s.push_str("\nThe paper's latency figures for this test were not retrievable beyond its text: Haboob's profile was the worst of the four.\n\n");
     let last = p.last();
-    let profiled: Vec<super::who_blocked::Row> = labels
-        .iter()
-        .filter_map(|l| rows.iter().find(|r| &r.cell.server == l && r.scale == last))
-        .filter_map(|r| super::who_blocked::cell_row(&r.cell))
-        .collect();
-    let ranking = super::who_blocked::Ranking {
-        metric: "Mb/s",
-        values: labels.iter().map(|l| (l.clone(), mbps(rows, l, last))).collect(),
-        higher_better: true,
-    };
-    s.push_str(&super::who_blocked::section(
+    s.push_str(&super::who_blocked::throughput_section(
         &format!("largest set, {}", scale_name(emu, last)),
-        &profiled,
-        &ranking,
+        &labels,
+        |l| rows.iter().find(|r| r.cell.server == l && r.scale == last).map(|r| &r.cell),
+        |l| mbps(rows, l, last),
     ));
     s.push_str(&threads_section(emu, p, rows));
     s.push_str("\nFigures: ");

@@ -17,20 +17,9 @@ use crate::stats::{Spread, fmt, ratio};
 use crate::svg::{Bars, Chart, Plot, Scale};
 use crate::verdict::{Cmp, judge};
 
-/// The Flash paper's line-up (Flash, SPED, MT, MP) plus uring and the peers.
-pub const DEFAULT_SERVERS: &[&str] = &[
-    "sped",
-    "amped",
-    "mt",
-    "pool:threads=64",
-    "mp:processes=64",
-    "uring",
-    "staged",
-    "nginx",
-    "apache-event",
-    "lighttpd",
-    "h2o",
-];
+/// The Flash paper's line-up (Flash, SPED, MT, MP) plus uring and the peers: the same servers
+/// as the single-file experiment.
+pub const DEFAULT_SERVERS: &[&str] = super::single_file::DEFAULT_SERVERS;
 
 /// A workload: a file set and its request list.
 struct Workload {
@@ -386,20 +375,17 @@ fn summary(
     for w in &names {
         // The last round's cells of this workload.
         let last = rows.iter().filter(|r| &r.workload == w).map(|r| r.round).max();
-        let profiled: Vec<super::who_blocked::Row> = labels
-            .iter()
-            .filter_map(|l| {
-                rows.iter()
-                    .find(|r| &r.workload == w && Some(r.round) == last && &r.cell.server == l)
-            })
-            .filter_map(|r| super::who_blocked::cell_row(&r.cell))
-            .collect();
-        let ranking = super::who_blocked::Ranking {
-            metric: "Mb/s",
-            values: labels.iter().map(|l| (l.clone(), mbps(w, l))).collect(),
-            higher_better: true,
+        let cell_of = |l: &str| {
+            rows.iter()
+                .find(|r| &r.workload == w && Some(r.round) == last && r.cell.server == l)
+                .map(|r| &r.cell)
         };
-        s.push_str(&super::who_blocked::section(&format!("{w}, last round"), &profiled, &ranking));
+        s.push_str(&super::who_blocked::throughput_section(
+            &format!("{w}, last round"),
+            &labels,
+            cell_of,
+            |l| mbps(w, l),
+        ));
     }
     s.push_str(&format!("\nThe data sets total {:.0} MiB; the Rice CS and Owlnet traces are not public, so their shape (small and cache-resident vs large and disk-bound) is what is reproduced, not their numbers.\n", workloads.iter().map(|w| w.bytes).sum::<u64>() as f64 / 1048576.0));
     let failures: Vec<String> = rows

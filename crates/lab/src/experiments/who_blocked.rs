@@ -283,6 +283,24 @@ fn workers_sentence(rows: &[Row]) -> String {
     )
 }
 
+/// The section for disk-run cells ranked by throughput: a row per server of `labels` (in that
+/// order) whose cell `cell_of` finds and that was profiled, ranked by `mbps` (higher first).
+pub fn throughput_section<'c>(
+    what: &str,
+    labels: &[String],
+    cell_of: impl Fn(&str) -> Option<&'c super::diskrun::DiskCell>,
+    mbps: impl Fn(&str) -> f64,
+) -> String {
+    let profiled: Vec<Row> =
+        labels.iter().filter_map(|l| cell_of(l)).filter_map(cell_row).collect();
+    let ranking = Ranking {
+        metric: "Mb/s",
+        values: labels.iter().map(|l| (l.clone(), mbps(l))).collect(),
+        higher_better: true,
+    };
+    section(what, &profiled, &ranking)
+}
+
 /// The summary section: title, table, sentence, and how to read it.
 pub fn section(what: &str, rows: &[Row], ranking: &Ranking) -> String {
     if rows.is_empty() {
