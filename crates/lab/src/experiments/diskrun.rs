@@ -880,13 +880,12 @@ pub fn amplification(read: Option<u64>, needed: u64) -> Option<f64> {
 }
 
 /// A path list file for ampload.
-pub fn write_urls(path: &Path, urls: &[String]) -> Result<(), String> {
-    let mut text = String::with_capacity(urls.len() * 24);
-    for u in urls {
-        text.push_str(u);
-        text.push('\n');
-    }
-    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+pub fn write_urls<T: AsRef<str>>(
+    path: &Path,
+    urls: impl IntoIterator<Item = T>,
+) -> Result<(), String> {
+    std::fs::write(path, amped_workload::lists::url_list(urls))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Writes results.json (`rows` as they are) and results.csv: the `keys` columns `key` gives

@@ -242,8 +242,7 @@ pub fn measure(lab: &mut Lab, p: &Params) -> Result<Vec<Cell>, String> {
     let files = single::generate(&lab.data_dir, &p.sizes, lab.seed)
         .map_err(|e| format!("cannot write the files: {e}"))?;
     let urls = lab.run.tmp().join("all-files.urls");
-    let list: String = files.files.iter().map(|(_, path)| format!("{path}\n")).collect();
-    std::fs::write(&urls, list).map_err(|e| e.to_string())?;
+    super::diskrun::write_urls(&urls, files.files.iter().map(|(_, path)| path))?;
     let per_server =
         p.warmup_s + (p.modes.len() * p.sizes.len()) as f64 * (p.duration_s + 0.3) + 0.5;
     let steps = p.rounds as usize * lab.servers.len();
