@@ -493,36 +493,24 @@ fn in_round(
         .unwrap_or(f64::NAN)
 }
 
-fn comparison(cells: &[Cell], labels: &[String], conc: &[u32], rounds: u32, quick: bool) -> String {
-    let (Some(nopool), Some(pool)) = (
-        labels.iter().find(|l| l.starts_with("mt")),
-        labels.iter().find(|l| l.starts_with("pool")),
-    ) else {
-        return "The comparison needs an `mt` and a `pool` server.\n".into();
-    };
-    let mut out = String::new();
+/// Per round: the largest small-file median difference over the concurrency levels (ms).
+fn median_gaps(cells: &[Cell], conc: &[u32], rounds: u32, nopool: &str, pool: &str) -> Vec<f64> {
     let p50 = |m: &Measurement| m.latency.p50;
+    worst_per_round(conc, rounds, |r, c| {
+        (in_round(cells, r, nopool, "small", c, p50) - in_round(cells, r, pool, "small", c, p50))
+            .abs()
+    })
+}
+
+/// Per round: the largest of `gap(round, level)` over the concurrency levels.
+fn worst_per_round(conc: &[u32], rounds: u32, gap: impl Fn(u32, u32) -> f64) -> Vec<f64> {
+    (0..rounds).map(|r| conc.iter().map(|&c| gap(r, c)).fold(f64::NAN, f64::max)).collect()
+}
+
+/// Per round: at how many concurrency levels the pool's small-file p99 is at most nopool's.
+fn p99_wins(cells: &[Cell], conc: &[u32], rounds: u32, nopool: &str, pool: &str) -> Vec<f64> {
     let p99 = |m: &Measurement| m.latency.p99;
-    // Per round: the largest small-file median difference over the concurrency levels.
-    let diffs: Vec<f64> = (0..rounds)
-        .map(|r| {
-            conc.iter()
-                .map(|&c| {
-                    (in_round(cells, r, nopool, "small", c, p50)
-                        - in_round(cells, r, pool, "small", c, p50))
-                    .abs()
-                })
-                .fold(f64::NAN, f64::max)
-        })
-        .collect();
-    let j = judge(&diffs, Cmp::AtMost(1.0), quick);
-    out.push_str(&format!(
-        "- *Medians are equal*: the largest small-file median difference is {} ms. {}\n",
-        fmt(j.spread.median, 1),
-        j.text("Holds", "Does not hold")
-    ));
-    // Per round: the levels at which the pool's p99 is at most nopool's.
-    let better: Vec<f64> = (0..rounds)
+    (0..rounds)
         .map(|r| {
             conc.iter()
                 .filter(|&&c| {
@@ -531,7 +519,41 @@ fn comparison(cells: &[Cell], labels: &[String], conc: &[u32], rounds: u32, quic
                 })
                 .count() as f64
         })
-        .collect();
+        .collect()
+}
+
+/// Per round: the largest relative difference of pool/nopool large-file req/s over the
+/// levels (%).
+fn throughput_gaps(
+    cells: &[Cell],
+    conc: &[u32],
+    rounds: u32,
+    nopool: &str,
+    pool: &str,
+) -> Vec<f64> {
+    let rps = |m: &Measurement| m.rps;
+    worst_per_round(conc, rounds, |r, c| {
+        let large = |server| in_round(cells, r, server, "large", c, rps);
+        (ratio(large(pool), large(nopool)) - 1.0).abs() * 100.0
+    })
+}
+
+fn comparison(cells: &[Cell], labels: &[String], conc: &[u32], rounds: u32, quick: bool) -> String {
+    let (Some(nopool), Some(pool)) = (
+        labels.iter().find(|l| l.starts_with("mt")),
+        labels.iter().find(|l| l.starts_with("pool")),
+    ) else {
+        return "The comparison needs an `mt` and a `pool` server.\n".into();
+    };
+    let mut out = String::new();
+    let diffs = median_gaps(cells, conc, rounds, nopool, pool);
+    let j = judge(&diffs, Cmp::AtMost(1.0), quick);
+    out.push_str(&format!(
+        "- *Medians are equal*: the largest small-file median difference is {} ms. {}\n",
+        fmt(j.spread.median, 1),
+        j.text("Holds", "Does not hold")
+    ));
+    let better = p99_wins(cells, conc, rounds, nopool, pool);
     let j = judge(&better, Cmp::AtLeast((conc.len() / 2 + 1) as f64), quick);
     out.push_str(&format!(
         "- *The pool has a lower 99th percentile for small files (no thread creation per connection)*: pool's p99 ≤ nopool's at {} of {} concurrency levels (median over rounds; a majority is needed). {}\n",
@@ -550,22 +572,7 @@ fn comparison(cells: &[Cell], labels: &[String], conc: &[u32], rounds: u32, quic
             conc.len()
         ));
     }
-    // Per round: the largest relative difference of pool/nopool req/s over the levels.
-    let rps = |m: &Measurement| m.rps;
-    let gaps: Vec<f64> = (0..rounds)
-        .map(|r| {
-            conc.iter()
-                .map(|&c| {
-                    (ratio(
-                        in_round(cells, r, pool, "large", c, rps),
-                        in_round(cells, r, nopool, "large", c, rps),
-                    ) - 1.0)
-                        .abs()
-                        * 100.0
-                })
-                .fold(f64::NAN, f64::max)
-        })
-        .collect();
+    let gaps = throughput_gaps(cells, conc, rounds, nopool, pool);
     let j = judge(&gaps, Cmp::AtMost(5.0), quick);
     out.push_str(&format!(
         "- *Large-file throughput is the same (I/O-bound)*: pool/nopool req/s within {}% (per round, the worst level). {}\n",
