@@ -86,12 +86,8 @@ impl ServerProcess {
         Ok(ServerProcess { child: Some(child), pgid })
     }
 
-    /// The process id (and process group id) of the server.
-    pub fn pid(&self) -> i32 {
-        self.pgid.as_raw_nonzero().get()
-    }
-
-    /// The process group (the server's first process's pid): every process it forks is in it.
+    /// The process group, whose id is the server's first process's pid: every process it
+    /// forks is in it.
     pub fn pgid(&self) -> u32 {
         self.pgid.as_raw_nonzero().get() as u32
     }

@@ -106,18 +106,10 @@ fn processes_with(needle: &str) -> Vec<String> {
 
 #[test]
 fn ctrl_c_stops_the_soak_and_leaves_nothing_running() {
-    let (amped, ampload) = common::binaries();
     let tmp = tempfile::tempdir().unwrap();
     let (out, data) = (tmp.path().join("out"), tmp.path().join("data"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_amplab"))
-        .args(["soak", "--quick", "--duration", "60", "--servers", "amped,sped", "--out"])
-        .arg(&out)
-        .arg("--data-dir")
-        .arg(&data)
-        .arg("--amped")
-        .arg(amped)
-        .arg("--ampload")
-        .arg(ampload)
+    let soak = ["soak", "--quick", "--duration", "60", "--servers", "amped,sped"];
+    let mut child = common::amplab_command(&soak, &out, &data)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

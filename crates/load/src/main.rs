@@ -59,18 +59,10 @@ fn main() -> ExitCode {
     if let Err(e) = rlimit::raise_nofile(config.fds_needed()) {
         return fail(&e, 1);
     }
-    // First Ctrl-C: stop and report what was measured; second: exit at once.
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let sigint = signal_hook::consts::SIGINT;
-    let handlers = signal_hook::flag::register_conditional_shutdown(
-        sigint,
-        EXIT_INTERRUPTED,
-        Arc::clone(&interrupted),
-    )
-    .and_then(|_| signal_hook::flag::register(sigint, Arc::clone(&interrupted)));
-    if let Err(e) = handlers {
-        return fail(&format!("cannot handle SIGINT: {e}"), 1);
-    }
+    let interrupted = match stop_on_ctrl_c() {
+        Ok(flag) => flag,
+        Err(e) => return fail(&e, 1),
+    };
     if let Some(warmup) = config.warmup_run() {
         if let Err(e) = run::run(&warmup, &workload, &interrupted) {
             return fail(&e, 1);
@@ -84,16 +76,42 @@ fn main() -> ExitCode {
         Err(e) => return fail(&e, 1),
     };
     let was_interrupted = interrupted.load(std::sync::atomic::Ordering::Relaxed);
+    report_run(&config, &workload, &outcome, was_interrupted)
+}
+
+/// First Ctrl-C: stop and report what was measured; second: exit at once. Returns the flag
+/// the first one sets.
+fn stop_on_ctrl_c() -> Result<Arc<AtomicBool>, String> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let sigint = signal_hook::consts::SIGINT;
+    signal_hook::flag::register_conditional_shutdown(
+        sigint,
+        EXIT_INTERRUPTED,
+        Arc::clone(&interrupted),
+    )
+    .and_then(|_| signal_hook::flag::register(sigint, Arc::clone(&interrupted)))
+    .map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+    Ok(interrupted)
+}
+
+/// Prints the report (text or JSON) and its warnings, and writes the `--hlog` file; fails
+/// (status 1) if that file cannot be written or no request got a valid response.
+fn report_run(
+    config: &config::Config,
+    workload: &workload::Workload,
+    outcome: &run::Outcome,
+    was_interrupted: bool,
+) -> ExitCode {
     let report = report::Report::new(
-        &config,
-        &workload,
+        config,
+        workload,
         &outcome.stats,
         outcome.started,
         outcome.duration,
         was_interrupted,
     );
     let hlog_error = config.hlog.as_ref().and_then(|path| {
-        let windows = report::windows(&config, &outcome.stats, outcome.duration);
+        let windows = report::windows(config, &outcome.stats, outcome.duration);
         let written = latency::write_hlog(path, outcome.started, &windows);
         written.err().map(|e| format!("cannot write {}: {e}", path.display()))
     });

@@ -240,6 +240,27 @@ impl Report {
             self.pipeline,
             self.url
         );
+        self.write_counts(&mut out);
+        self.write_latency(&mut out);
+        if let Some(target) = self.target_rate {
+            let _ = writeln!(
+                out,
+                "  schedule     target {target} req/s, achieved {:.1} req/s, {} lag warnings (max lag {} us), backlog max {}",
+                self.achieved_rate,
+                self.schedule_lag_warnings,
+                self.max_schedule_lag_us,
+                self.backlog_max
+            );
+        }
+        if self.interrupted {
+            let _ =
+                writeln!(out, "  INTERRUPTED  stopped by Ctrl-C: the run is shorter than asked");
+        }
+        out
+    }
+
+    /// Duration, requests, bytes, connections, statuses and errors.
+    fn write_counts(&self, out: &mut String) {
         let _ = writeln!(out, "  duration     {:.3} s", self.duration_s);
         let _ = writeln!(
             out,
@@ -268,6 +289,10 @@ impl Report {
         for (kind, detail) in &self.first_errors {
             let _ = writeln!(out, "               first {kind}: {detail}");
         }
+    }
+
+    /// The latency summary, the spectrum with `--latency`, and the `--interval` windows.
+    fn write_latency(&self, out: &mut String) {
         let l = &self.latency_us;
         let h = |us: u64| human(us as f64);
         let _ = writeln!(
@@ -312,21 +337,6 @@ impl Report {
                 h(w.max_us)
             );
         }
-        if let Some(target) = self.target_rate {
-            let _ = writeln!(
-                out,
-                "  schedule     target {target} req/s, achieved {:.1} req/s, {} lag warnings (max lag {} us), backlog max {}",
-                self.achieved_rate,
-                self.schedule_lag_warnings,
-                self.max_schedule_lag_us,
-                self.backlog_max
-            );
-        }
-        if self.interrupted {
-            let _ =
-                writeln!(out, "  INTERRUPTED  stopped by Ctrl-C: the run is shorter than asked");
-        }
-        out
     }
 }
 

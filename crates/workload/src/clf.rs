@@ -12,7 +12,7 @@
 //! * tolerated: no protocol (`"GET /htbin/wais.pl"`, HTTP/0.9 style), quotes or spaces inside
 //!   the target, a request that was never quoted, the Combined format's referer and agent, a
 //!   trailing CR;
-//! * skipped silently: blank lines and `#` comments;
+//! * skipped silently: blank lines and `#` comments (the line rule of [`crate::lists`]);
 //! * anything else is rejected with its line number and the reason (no date, a request with
 //!   no target, a status that is not a number…), never fatal: the caller counts and reports.
 //!
@@ -79,10 +79,9 @@ pub fn parse_log(text: &str) -> Log {
 
 /// Parses one line: `Ok(None)` for a blank or comment line.
 pub fn parse_line(line: &str) -> Result<Option<Entry>, String> {
-    let line = line.trim_end_matches(['\r', '\n']).trim();
-    if line.is_empty() || line.starts_with('#') {
+    let Some(line) = crate::lists::content(line) else {
         return Ok(None);
-    }
+    };
     let open = line.find('[').ok_or("no [date]")?;
     let close = open + line[open..].find(']').ok_or("unterminated [date]")?;
     let fields: Vec<&str> = line[..open].split_whitespace().collect();
@@ -110,6 +109,16 @@ pub fn parse_line(line: &str) -> Result<Option<Entry>, String> {
         status: parse_status(status)?,
         bytes: parse_bytes(bytes)?,
     }))
+}
+
+/// The path a request target names: an absolute `scheme://host/path` target without its
+/// scheme and host (`/` when it names no path), any other target as written. Query and
+/// fragment are kept.
+pub fn target_path(target: &str) -> &str {
+    match target.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
+        None => target,
+    }
 }
 
 /// `dd/Mon/yyyy:HH:MM:SS[ +zzzz]`.
@@ -348,6 +357,20 @@ mod tests {
         for (line, why) in cases {
             let err = parse_line(line).expect_err(line);
             assert!(err.contains(why), "{line}: {err}");
+        }
+    }
+
+    #[test]
+    fn absolute_targets_are_reduced_to_their_path() {
+        let cases = [
+            ("/a/b.html?x=1", "/a/b.html?x=1"),
+            ("http://example.com/x.gif?y=1", "/x.gif?y=1"),
+            ("https://h:8080/", "/"),
+            ("http://h", "/"),
+            ("a.html", "a.html"),
+        ];
+        for (target, path) in cases {
+            assert_eq!(target_path(target), path, "{target}");
         }
     }
 

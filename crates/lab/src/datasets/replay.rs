@@ -133,11 +133,7 @@ pub fn plan(entries: &[clf::Entry]) -> Plan {
 
 /// A target's file (relative, decoded) and the URL path to request, or `None` if unusable.
 pub fn normalise(target: &str) -> Option<(Vec<u8>, String)> {
-    let path = match target.split_once("://") {
-        Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
-        None => target,
-    };
-    let path = path.split(['?', '#']).next().unwrap_or("/");
+    let path = clf::target_path(target).split(['?', '#']).next().unwrap_or("/");
     let decoded = percent_decode(path)?;
     let mut segments: Vec<&[u8]> = Vec::new();
     for seg in decoded.split(|&c| c == b'/') {

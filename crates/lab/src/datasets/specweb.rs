@@ -238,12 +238,7 @@ pub fn distinct_bytes<'a>(set: &FileSet, requests: impl IntoIterator<Item = &'a 
 
 /// Writes a trace as one path per line (ampload `--urls`).
 pub fn write_urls(path: &Path, requests: &[Request]) -> io::Result<()> {
-    let mut text = String::with_capacity(requests.len() * 22);
-    for r in requests {
-        text.push_str(&r.path());
-        text.push('\n');
-    }
-    std::fs::write(path, text)
+    std::fs::write(path, amped_workload::lists::url_list(requests.iter().map(Request::path)))
 }
 
 /// Share of `measured` whose file was not asked for before: not in `earlier` (the warm-up's

@@ -4,125 +4,28 @@
 use std::path::PathBuf;
 
 use crate::cli::{
-    AbGeneratorArg, AllArgs, CapacityArgs, CommonArgs, DiskBoundArgs, GeneratorArg,
+    AbGeneratorArg, AllArgs, CapacityArgs, CommonArgs, DiskArgs, DiskBoundArgs, GeneratorArg,
     LinuxComparisonArgs, OptimizationsArgs, PoolArgs, SingleFileArgs, TraceArgs,
 };
 
+/// The experiments `all` runs, in order (each also names its sub-folder of `--out`).
+const EXPERIMENTS: [&str; 7] = [
+    "single-file",
+    "optimizations",
+    "trace",
+    "disk-bound",
+    "capacity",
+    "pool-vs-nopool",
+    "linux-comparison",
+];
+
 /// Runs all experiments; the folders written, or the failures.
 pub fn run(a: &AllArgs) -> Result<Vec<PathBuf>, String> {
-    // With --out, each experiment writes a sub-folder of it.
-    let common = |name: &str| CommonArgs {
-        out: a.common.out.as_ref().map(|o| o.join(name)),
-        ..a.common.clone()
-    };
-    type Step<'a> = (&'static str, Box<dyn Fn() -> Result<PathBuf, String> + 'a>);
-    let steps: Vec<Step> = vec![
-        (
-            "single-file",
-            Box::new(move || {
-                super::single_file::run(&SingleFileArgs {
-                    common: common("single-file"),
-                    sizes: None,
-                    modes: None,
-                    connections: None,
-                    generator: GeneratorArg::Ampload,
-                })
-            }),
-        ),
-        (
-            "optimizations",
-            Box::new(move || {
-                super::optimizations::run(&OptimizationsArgs {
-                    common: CommonArgs { servers: None, ..common("optimizations") },
-                    arch: "amped".into(),
-                    sizes: None,
-                    modes: None,
-                    connections: None,
-                    generator: GeneratorArg::Ampload,
-                })
-            }),
-        ),
-        (
-            "trace",
-            Box::new(move || {
-                // The trace experiment runs on one model: the first one asked for.
-                let mut disk = a.disk.clone();
-                disk.disk_emulation = disk.models().map(|m| m.into_iter().take(1).collect());
-                super::trace::run(&TraceArgs {
-                    common: common("trace"),
-                    disk,
-                    clf: None,
-                    connections: None,
-                    requests_per_conn: 5,
-                })
-            }),
-        ),
-        (
-            "disk-bound",
-            Box::new(move || {
-                super::disk_bound::run(&DiskBoundArgs {
-                    common: common("disk-bound"),
-                    disk: a.disk.clone(),
-                    dataset: None,
-                    shape: a.shape.clone(),
-                    rate: None,
-                    rates: None,
-                    window: None,
-                    connections: None,
-                    requests_per_conn: 5,
-                })
-            }),
-        ),
-        (
-            "capacity",
-            Box::new(move || {
-                super::capacity::run(&CapacityArgs {
-                    common: common("capacity"),
-                    disk: a.disk.clone(),
-                    shape: a.shape.clone(),
-                    scales: None,
-                    connections: None,
-                    requests_per_conn: 5,
-                })
-            }),
-        ),
-        (
-            "pool-vs-nopool",
-            Box::new(move || {
-                super::pool::run(&PoolArgs {
-                    common: common("pool-vs-nopool"),
-                    concurrency: None,
-                    small_requests: None,
-                    large_requests: None,
-                    generator: AbGeneratorArg::Auto,
-                })
-            }),
-        ),
-        (
-            "linux-comparison",
-            Box::new(move || {
-                // The linux comparison runs on one model: the first one asked for.
-                let mut disk = a.disk.clone();
-                disk.disk_emulation = disk.models().map(|m| m.into_iter().take(1).collect());
-                super::linux_comparison::run(&LinuxComparisonArgs {
-                    capacity: CapacityArgs {
-                        common: common("linux-comparison"),
-                        disk,
-                        shape: a.shape.clone(),
-                        scales: None,
-                        connections: None,
-                        requests_per_conn: 5,
-                    },
-                    sample_ms: 250,
-                })
-            }),
-        ),
-    ];
     let mut done = Vec::new();
     let mut failed = Vec::new();
-    for (name, step) in &steps {
+    for name in EXPERIMENTS {
         eprintln!("[amplab all] === {name} ===");
-        match step() {
+        match run_experiment(name, a) {
             Ok(path) => done.push(path),
             Err(e) => {
                 eprintln!("[amplab all] {name} failed: {e}");
@@ -131,4 +34,79 @@ pub fn run(a: &AllArgs) -> Result<Vec<PathBuf>, String> {
         }
     }
     if failed.is_empty() { Ok(done) } else { Err(failed.join("\n")) }
+}
+
+/// Runs experiment `name` with its defaults and `all`'s shared options.
+fn run_experiment(name: &str, a: &AllArgs) -> Result<PathBuf, String> {
+    // With --out, each experiment writes a sub-folder of it.
+    let common =
+        CommonArgs { out: a.common.out.as_ref().map(|o| o.join(name)), ..a.common.clone() };
+    match name {
+        "single-file" => super::single_file::run(&SingleFileArgs {
+            common,
+            sizes: None,
+            modes: None,
+            connections: None,
+            generator: GeneratorArg::Ampload,
+        }),
+        "optimizations" => super::optimizations::run(&OptimizationsArgs {
+            common: CommonArgs { servers: None, ..common },
+            arch: "amped".into(),
+            sizes: None,
+            modes: None,
+            connections: None,
+            generator: GeneratorArg::Ampload,
+        }),
+        "trace" => super::trace::run(&TraceArgs {
+            common,
+            disk: first_model(a),
+            clf: None,
+            connections: None,
+            requests_per_conn: 5,
+        }),
+        "disk-bound" => super::disk_bound::run(&DiskBoundArgs {
+            common,
+            disk: a.disk.clone(),
+            dataset: None,
+            shape: a.shape.clone(),
+            rate: None,
+            rates: None,
+            window: None,
+            connections: None,
+            requests_per_conn: 5,
+        }),
+        "capacity" => super::capacity::run(&capacity_args(a, common, a.disk.clone())),
+        "pool-vs-nopool" => super::pool::run(&PoolArgs {
+            common,
+            concurrency: None,
+            small_requests: None,
+            large_requests: None,
+            generator: AbGeneratorArg::Auto,
+        }),
+        "linux-comparison" => super::linux_comparison::run(&LinuxComparisonArgs {
+            capacity: capacity_args(a, common, first_model(a)),
+            sample_ms: 250,
+        }),
+        other => Err(format!("no experiment {other}")),
+    }
+}
+
+/// The disk options with only the first model asked for: the trace experiment and the linux
+/// comparison run on one model.
+fn first_model(a: &AllArgs) -> DiskArgs {
+    let mut disk = a.disk.clone();
+    disk.disk_emulation = disk.models().map(|m| m.into_iter().take(1).collect());
+    disk
+}
+
+/// The capacity experiment's options with its defaults.
+fn capacity_args(a: &AllArgs, common: CommonArgs, disk: DiskArgs) -> CapacityArgs {
+    CapacityArgs {
+        common,
+        disk,
+        shape: a.shape.clone(),
+        scales: None,
+        connections: None,
+        requests_per_conn: 5,
+    }
 }

@@ -295,50 +295,11 @@ fn chart(lab: &mut Lab, emu: &DiskEmulation, p: &Params, rows: &[Row]) -> Result
 fn model_section(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figure: &str) -> String {
     let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
     let mut s = format!("## Disk model {}\n\nDisk: {}\n\n", emu.name, emu.describe());
-    let mut header = vec!["server".to_string()];
-    header.extend(p.scales.iter().map(|&sc| format!("{} Mb/s", scale_name(emu, sc))));
-    let body: Vec<Vec<String>> = labels
-        .iter()
-        .map(|l| {
-            std::iter::once(l.clone())
-                .chain(p.scales.iter().map(|&sc| fmt(mbps(rows, l, sc), 1)))
-                .collect()
-        })
-        .collect();
-    s.push_str(&table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body));
+    s.push_str(&throughput_table(emu, p, rows, &labels));
     let first = p.scales[0];
     let last = p.scales[p.scales.len() - 1];
     s.push_str(&format!("\nOn the largest set ({last}× memory): disk reads/s, MB read/s, read amplification (bytes read from the disk ÷ bytes of the distinct files the warm-up and the measurement asked for), disk busy %, timeouts (no answer within 30 s), 99.9th percentile and maximum latency:\n\n"));
-    let disk: Vec<Vec<String>> = labels
-        .iter()
-        .map(|l| {
-            let c = rows.iter().find(|r| &r.cell.server == l && r.scale == last).map(|r| &r.cell);
-            let get = |f: fn(&DiskCell) -> Option<f64>| c.and_then(f).unwrap_or(f64::NAN);
-            vec![
-                l.clone(),
-                fmt(get(DiskCell::disk_reads_per_s), 0),
-                fmt(get(DiskCell::disk_bytes_per_s) / 1e6, 1),
-                fmt(get(|c| c.read_amplification), 2),
-                fmt(get(|c| c.measured_disk_busy) * 100.0, 0),
-                c.map_or("-".into(), |c| c.timeouts.to_string()),
-                fmt(get(|c| c.measurement.as_ref().map(|m| m.latency.p999)), 0),
-                fmt(get(|c| c.measurement.as_ref().map(|m| m.latency.max)), 0),
-            ]
-        })
-        .collect();
-    s.push_str(&table(
-        &[
-            "server",
-            "disk reads/s",
-            "MB read/s",
-            "read amplification",
-            "disk busy %",
-            "timeouts",
-            "99.9% ms",
-            "max ms",
-        ],
-        &disk,
-    ));
+    s.push_str(&disk_table(rows, &labels, last));
     s.push_str(&format!("\nFigure: [{figure}]({figure})\n\n### Compared with the paper\n\n"));
     for l in &labels {
         let drop = ratio(mbps(rows, l, last), mbps(rows, l, first));
@@ -361,22 +322,63 @@ fn model_section(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figur
         out_line(&mut s, &line);
     }
     s.push('\n');
-    let profiled: Vec<super::who_blocked::Row> = labels
-        .iter()
-        .filter_map(|l| rows.iter().find(|r| &r.cell.server == l && r.scale == last))
-        .filter_map(|r| super::who_blocked::cell_row(&r.cell))
-        .collect();
-    let ranking = super::who_blocked::Ranking {
-        metric: "Mb/s",
-        values: labels.iter().map(|l| (l.clone(), mbps(rows, l, last))).collect(),
-        higher_better: true,
-    };
-    s.push_str(&super::who_blocked::section(
+    s.push_str(&super::who_blocked::throughput_section(
         &format!("{} on the largest set, {last}× memory", emu.name),
-        &profiled,
-        &ranking,
+        &labels,
+        |l| rows.iter().find(|r| r.cell.server == l && r.scale == last).map(|r| &r.cell),
+        |l| mbps(rows, l, last),
     ));
     s
+}
+
+/// A row per server, a column per data set: Mb/s.
+fn throughput_table(emu: &DiskEmulation, p: &Params, rows: &[Row], labels: &[String]) -> String {
+    let mut header = vec!["server".to_string()];
+    header.extend(p.scales.iter().map(|&sc| format!("{} Mb/s", scale_name(emu, sc))));
+    let body: Vec<Vec<String>> = labels
+        .iter()
+        .map(|l| {
+            std::iter::once(l.clone())
+                .chain(p.scales.iter().map(|&sc| fmt(mbps(rows, l, sc), 1)))
+                .collect()
+        })
+        .collect();
+    table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body)
+}
+
+/// At the data set of `last`: each server's disk reads, bytes read, read amplification, disk
+/// busy share, timeouts, and tail latency.
+fn disk_table(rows: &[Row], labels: &[String], last: f64) -> String {
+    let disk: Vec<Vec<String>> = labels
+        .iter()
+        .map(|l| {
+            let c = rows.iter().find(|r| &r.cell.server == l && r.scale == last).map(|r| &r.cell);
+            let get = |f: fn(&DiskCell) -> Option<f64>| c.and_then(f).unwrap_or(f64::NAN);
+            vec![
+                l.clone(),
+                fmt(get(DiskCell::disk_reads_per_s), 0),
+                fmt(get(DiskCell::disk_bytes_per_s) / 1e6, 1),
+                fmt(get(|c| c.read_amplification), 2),
+                fmt(get(|c| c.measured_disk_busy) * 100.0, 0),
+                c.map_or("-".into(), |c| c.timeouts.to_string()),
+                fmt(get(|c| c.measurement.as_ref().map(|m| m.latency.p999)), 0),
+                fmt(get(|c| c.measurement.as_ref().map(|m| m.latency.max)), 0),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "server",
+            "disk reads/s",
+            "MB read/s",
+            "read amplification",
+            "disk busy %",
+            "timeouts",
+            "99.9% ms",
+            "max ms",
+        ],
+        &disk,
+    )
 }
 
 /// amped's throughput against the best other server's on the data set of `scale`.

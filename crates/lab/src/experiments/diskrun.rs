@@ -199,6 +199,12 @@ fn fields(
 }
 
 impl DiskCell {
+    /// This cell with `error`, for a server that could not be started.
+    fn failed(mut self, error: String) -> DiskCell {
+        self.error = Some(error);
+        self
+    }
+
     fn new(server: &str, model: &str) -> DiskCell {
         DiskCell {
             server: server.to_string(),
@@ -553,6 +559,20 @@ impl<'a> Session<'a> {
         Some(DiskUse { reads, read_bytes: b.bytes.saturating_sub(a.bytes), busy })
     }
 
+    /// The warm-up phase, if the load has one (an error is only reported: the measured phase
+    /// still runs); returns the requests it sent.
+    fn warm_up(&self, load: &Load, label: &str) -> u64 {
+        let has_warm_up = load.warmup_s > 0.0;
+        if !has_warm_up {
+            return 0;
+        }
+        let warm = self.ampload(load, &load.warm_urls, load.warmup_s);
+        if let Some(e) = &warm.error {
+            eprintln!("[amplab {}]   warm-up of {label}: {e}", self.lab.experiment);
+        }
+        warm.sent
+    }
+
     /// One ampload run of `secs` on `urls`: the measurement (or the error), the raw report,
     /// the lines it took from the list, and its length until the last answer.
     fn ampload(&self, load: &Load, urls: &Path, secs: f64) -> Phase {
@@ -675,23 +695,13 @@ pub fn run_one_watched(
     let spec = &if lab.profile { super::debox_probe::profiled(spec) } else { spec.clone() };
     let session = match Session::open(lab, emu, spec, root, probe, tag) {
         Ok(s) => s,
-        Err(e) => {
-            cell.error = Some(e);
-            return cell;
-        }
+        Err(e) => return cell.failed(e),
     };
     // After the start and the probe: the disk's counters of this server's load alone.
     let start = session.mark();
     let fuse_start = emu.slowdisk_stats();
     started(&session.server);
-    let mut warm_sent = 0;
-    if load.warmup_s > 0.0 {
-        let warm = session.ampload(load, &load.warm_urls, load.warmup_s);
-        if let Some(e) = &warm.error {
-            eprintln!("[amplab {}]   warm-up of {}: {e}", lab.experiment, spec.label);
-        }
-        warm_sent = warm.sent;
-    }
+    let warm_sent = session.warm_up(load, &spec.label);
     let before = session.mark();
     let port = session.server.port;
     let profile_before =
@@ -809,10 +819,7 @@ pub fn run_windows(
     let probe = small.map_or("/".to_string(), Request::path);
     let session = match Session::open(lab, emu, spec, root, &probe, "win") {
         Ok(s) => s,
-        Err(e) => {
-            cell.error = Some(e);
-            return cell;
-        }
+        Err(e) => return cell.failed(e),
     };
     let start = session.mark();
     let fuse_start = emu.slowdisk_stats();
@@ -873,13 +880,12 @@ pub fn amplification(read: Option<u64>, needed: u64) -> Option<f64> {
 }
 
 /// A path list file for ampload.
-pub fn write_urls(path: &Path, urls: &[String]) -> Result<(), String> {
-    let mut text = String::with_capacity(urls.len() * 24);
-    for u in urls {
-        text.push_str(u);
-        text.push('\n');
-    }
-    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+pub fn write_urls<T: AsRef<str>>(
+    path: &Path,
+    urls: impl IntoIterator<Item = T>,
+) -> Result<(), String> {
+    std::fs::write(path, amped_workload::lists::url_list(urls))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Writes results.json (`rows` as they are) and results.csv: the `keys` columns `key` gives

@@ -369,20 +369,11 @@ fn summary(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figures: &[
     s.push_str(&table(&["server", "5%", "median", "95%", "mean"], &lat));
     s.push_str("\nThe paper's latency figures for this test were not retrievable beyond its text: Haboob's profile was the worst of the four.\n\n");
     let last = p.last();
-    let profiled: Vec<super::who_blocked::Row> = labels
-        .iter()
-        .filter_map(|l| rows.iter().find(|r| &r.cell.server == l && r.scale == last))
-        .filter_map(|r| super::who_blocked::cell_row(&r.cell))
-        .collect();
-    let ranking = super::who_blocked::Ranking {
-        metric: "Mb/s",
-        values: labels.iter().map(|l| (l.clone(), mbps(rows, l, last))).collect(),
-        higher_better: true,
-    };
-    s.push_str(&super::who_blocked::section(
+    s.push_str(&super::who_blocked::throughput_section(
         &format!("largest set, {}", scale_name(emu, last)),
-        &profiled,
-        &ranking,
+        &labels,
+        |l| rows.iter().find(|r| r.cell.server == l && r.scale == last).map(|r| &r.cell),
+        |l| mbps(rows, l, last),
     ));
     s.push_str(&threads_section(emu, p, rows));
     s.push_str("\nFigures: ");
@@ -442,6 +433,86 @@ fn verdict(ok: bool, quick: bool) -> &'static str {
     }
 }
 
+/// The paper's throughput order at the data set of `scale`, each comparison with its verdict:
+/// New Flash ≥ old Flash ≥ Apache ≈ Haboob.
+fn throughput_order(rows: &[Row], labels: &[String], scale: f64, quick: bool) -> Vec<String> {
+    let has = |l: &str| labels.iter().any(|x| x == l);
+    let verdict = |ok: bool| verdict(ok, quick);
+    let (n, o, h) =
+        (mbps(rows, "amped", scale), mbps(rows, "sped", scale), mbps(rows, "staged", scale));
+    let mut parts = Vec::new();
+    if has("amped") && has("sped") {
+        let r = ratio(n, o);
+        parts.push(format!(
+            "New Flash ≥ old Flash: amped/sped = {} ({})",
+            fmt(r, 2),
+            verdict(r >= 0.95)
+        ));
+    }
+    let apache_ran = apache(rows, labels, scale);
+    if apache_ran.is_none() {
+        parts
+            .push("old Flash ≥ Apache and Apache ≈ Haboob not checked (no Apache measured)".into());
+    }
+    if let Some((a, av)) = apache_ran {
+        if has("sped") {
+            let r = ratio(o, av);
+            parts.push(format!(
+                "old Flash ≥ Apache: sped/{a} = {} ({})",
+                fmt(r, 2),
+                verdict(r >= 0.95)
+            ));
+        }
+        if has("staged") {
+            let r = ratio(h, av);
+            parts.push(format!(
+                "Apache ≈ Haboob: staged/{a} = {} ({})",
+                fmt(r, 2),
+                verdict((0.67..=1.5).contains(&r))
+            ));
+        }
+    }
+    parts
+}
+
+/// "Haboob's latency is the worst": the highest median and mean among the paper's four at the
+/// largest set.
+fn haboob_latency(
+    emu: &DiskEmulation,
+    rows: &[Row],
+    labels: &[String],
+    last: f64,
+    quick: bool,
+) -> String {
+    let four: Vec<&String> = labels
+        .iter()
+        .filter(|l| ["staged", "sped", "amped"].contains(&l.as_str()) || l.starts_with("apache"))
+        .collect();
+    let worst = |f: fn(&Measurement) -> f64| {
+        four.iter()
+            .filter_map(|l| measurement(rows, l, last).map(|m| ((*l).clone(), f(m))))
+            .filter(|(_, v)| v.is_finite())
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    };
+    if !(labels.iter().any(|l| l == "staged") && four.len() > 1) {
+        return String::new();
+    }
+    let (wm, wmean) = (worst(|m| m.latency.p50), worst(|m| m.latency.mean));
+    let text = |w: &Option<(String, f64)>| {
+        w.as_ref().map_or("n/a".to_string(), |(l, v)| format!("{l} ({} ms)", fmt(*v, 2)))
+    };
+    let holds = wm.as_ref().is_some_and(|(l, _)| l == "staged")
+        && wmean.as_ref().is_some_and(|(l, _)| l == "staged");
+    format!(
+        "- Haboob worst on latency ({}): highest median {}, highest mean {} among {} ({}).\n",
+        scale_name(emu, last),
+        text(&wm),
+        text(&wmean),
+        four.iter().map(|l| l.as_str()).collect::<Vec<_>>().join(", "),
+        verdict(holds, quick)
+    )
+}
+
 fn comparison(
     emu: &DiskEmulation,
     p: &Params,
@@ -450,78 +521,17 @@ fn comparison(
     quick: bool,
 ) -> String {
     let has = |l: &str| labels.iter().any(|x| x == l);
-    let verdict = |ok: bool| verdict(ok, quick);
     let mut s = String::from(
         "One round per cell: the noise between rounds was not measured, so each verdict is one measurement's.\n\n",
     );
     s.push_str("Paper: New Flash ≥ old Flash ≥ Apache ≈ Haboob on throughput (Haboob below Apache on the in-memory sets, slightly above on the disk-bound one; all four alike at 3.3 GB), and Haboob's latency the worst. \"≥\" is taken as at least 0.95×, \"≈\" as within 0.67–1.5×.\n\n");
     for &scale in &p.base.scales {
-        let (n, o, h) =
-            (mbps(rows, "amped", scale), mbps(rows, "sped", scale), mbps(rows, "staged", scale));
-        let mut parts = Vec::new();
-        if has("amped") && has("sped") {
-            let r = ratio(n, o);
-            parts.push(format!(
-                "New Flash ≥ old Flash: amped/sped = {} ({})",
-                fmt(r, 2),
-                verdict(r >= 0.95)
-            ));
+        let parts = throughput_order(rows, labels, scale, quick);
+        if !parts.is_empty() {
+            s.push_str(&format!("- {}: {}.\n", scale_name(emu, scale), parts.join("; ")));
         }
-        let apache_ran = apache(rows, labels, scale);
-        if apache_ran.is_none() {
-            parts.push(
-                "old Flash ≥ Apache and Apache ≈ Haboob not checked (no Apache measured)".into(),
-            );
-        }
-        if let Some((a, av)) = apache_ran {
-            if has("sped") {
-                let r = ratio(o, av);
-                parts.push(format!(
-                    "old Flash ≥ Apache: sped/{a} = {} ({})",
-                    fmt(r, 2),
-                    verdict(r >= 0.95)
-                ));
-            }
-            if has("staged") {
-                let r = ratio(h, av);
-                parts.push(format!(
-                    "Apache ≈ Haboob: staged/{a} = {} ({})",
-                    fmt(r, 2),
-                    verdict((0.67..=1.5).contains(&r))
-                ));
-            }
-        }
-        if parts.is_empty() {
-            continue;
-        }
-        s.push_str(&format!("- {}: {}.\n", scale_name(emu, scale), parts.join("; ")));
     }
-    let four: Vec<&String> = labels
-        .iter()
-        .filter(|l| ["staged", "sped", "amped"].contains(&l.as_str()) || l.starts_with("apache"))
-        .collect();
-    let worst = |f: fn(&Measurement) -> f64| {
-        four.iter()
-            .filter_map(|l| measurement(rows, l, p.last()).map(|m| ((*l).clone(), f(m))))
-            .filter(|(_, v)| v.is_finite())
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-    };
-    if has("staged") && four.len() > 1 {
-        let (wm, wmean) = (worst(|m| m.latency.p50), worst(|m| m.latency.mean));
-        let text = |w: &Option<(String, f64)>| {
-            w.as_ref().map_or("n/a".to_string(), |(l, v)| format!("{l} ({} ms)", fmt(*v, 2)))
-        };
-        let holds = wm.as_ref().is_some_and(|(l, _)| l == "staged")
-            && wmean.as_ref().is_some_and(|(l, _)| l == "staged");
-        s.push_str(&format!(
-            "- Haboob worst on latency ({}): highest median {}, highest mean {} among {} ({}).\n",
-            scale_name(emu, p.last()),
-            text(&wm),
-            text(&wmean),
-            four.iter().map(|l| l.as_str()).collect::<Vec<_>>().join(", "),
-            verdict(holds)
-        ));
-    }
+    s.push_str(&haboob_latency(emu, rows, labels, p.last(), quick));
     s.push_str(&parallelism(emu, p, rows));
     if has("staged") && has("amped") {
         s.push_str(&why_haboob_differs(emu, p, rows));

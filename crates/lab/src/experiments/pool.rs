@@ -12,7 +12,7 @@ use super::{Lab, failures_section};
 use crate::cli::{AbGeneratorArg, PoolArgs};
 use crate::datasets::single;
 use crate::load::ampload::Ampload;
-use crate::load::{Measurement, ab};
+use crate::load::{LoadError, Measurement, ab};
 use crate::progress::Progress;
 use crate::report::csv::{Csv, num};
 use crate::report::markdown::table;
@@ -53,24 +53,100 @@ pub fn run(a: &PoolArgs) -> Result<std::path::PathBuf, String> {
     let small_n = a.small_requests.unwrap_or(if q { 200 } else { 1000 });
     let large_n = a.large_requests.unwrap_or(if q { 10 } else { 200 });
     let rounds = a.common.rounds.unwrap_or(if q { 1 } else { 3 });
-    let ab_path = crate::tools::which("ab");
-    let (generator, note) = match (a.generator, &ab_path) {
-        (AbGeneratorArg::Ab, None) => return Err("ab is not installed (apt-get install apache2-utils, or amplab install-peers)".into()),
-        (AbGeneratorArg::Ampload, _) | (AbGeneratorArg::Auto, None) => (
-            "ampload",
-            Some("ab is not installed here (or --generator ampload was given): ampload --close stood in for it. It opens a connection per request like ab without -k, but reports no standard deviation, and its latency includes the TCP handshake as ab's does.".to_string()),
-        ),
-        _ => ("ab", None),
-    };
-    if let Some(n) = &note {
+    let generator = Generator::choose(a.generator)?;
+    if let Some(n) = &generator.note {
         eprintln!("[amplab pool-vs-nopool] {n}");
     }
     let (root, files) = single::generate_student(&lab.data_dir, LARGE_BYTES, lab.seed)
         .map_err(|e| format!("cannot write the files: {e}"))?;
-    let plan: Vec<(&'static str, &str, u64, u64)> = vec![
-        ("small", &files[0].0, files[0].1, small_n),
-        ("large", &files[1].0, files[1].1, large_n),
+    let files = vec![
+        FileLoad { name: "small", path: files[0].0.clone(), bytes: files[0].1, requests: small_n },
+        FileLoad { name: "large", path: files[1].0.clone(), bytes: files[1].1, requests: large_n },
     ];
+    let cells = measure_rounds(&lab, &generator, &root, &files, &conc, rounds);
+    let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
+    write_results(&mut lab, &cells)?;
+    let note = generator.note;
+    let plan = Plan {
+        concurrency: conc.clone(),
+        small_requests: small_n,
+        large_requests: large_n,
+        rounds,
+        generator: generator.name.to_string(),
+        note: note.clone(),
+    };
+    let s = outputs(&mut lab, &plan, &cells, &labels)?;
+    let params = json!({"concurrency": conc, "small_requests": small_n, "large_requests": large_n, "large_bytes": LARGE_BYTES, "rounds": rounds, "generator": generator.name});
+    lab.finish(params, None, note.into_iter().collect(), &s)
+}
+
+/// The load generator of a run: ab when it is installed (as the seed used), else ampload
+/// `--close`, with a note saying so.
+struct Generator {
+    /// `"ab"` or `"ampload"`.
+    name: &'static str,
+    /// ab's path when ab runs.
+    ab: Option<std::path::PathBuf>,
+    /// Why ampload stood in for ab, if it did.
+    note: Option<String>,
+}
+
+impl Generator {
+    /// The generator `--generator` asks for; an error if it asks for ab and ab is missing.
+    fn choose(arg: AbGeneratorArg) -> Result<Generator, String> {
+        let ab_path = crate::tools::which("ab");
+        match (arg, ab_path) {
+            (AbGeneratorArg::Ab, None) => Err("ab is not installed (apt-get install apache2-utils, or amplab install-peers)".into()),
+            (AbGeneratorArg::Ampload, _) | (AbGeneratorArg::Auto, None) => Ok(Generator {
+                name: "ampload",
+                ab: None,
+                note: Some("ab is not installed here (or --generator ampload was given): ampload --close stood in for it. It opens a connection per request like ab without -k, but reports no standard deviation, and its latency includes the TCP handshake as ab's does.".to_string()),
+            }),
+            (_, Some(ab)) => Ok(Generator { name: "ab", ab: Some(ab), note: None }),
+        }
+    }
+
+    /// `n` requests for `url` over `c` connections, a connection per request.
+    fn measure(
+        &self,
+        lab: &Lab,
+        url: String,
+        n: u64,
+        c: u32,
+        bytes: u64,
+    ) -> Result<(Measurement, Value), LoadError> {
+        match &self.ab {
+            Some(ab) => ab::run(ab, &url, n, c, bytes, lab.client_cpus()),
+            None => {
+                let mut load = Ampload::closed(url, c, 0.0);
+                load.duration_s = None;
+                load.requests = Some(n);
+                load.requests_per_conn = Some(1);
+                load.timeout_s = 30.0;
+                load.run(&lab.bins.ampload, lab.client_cpus())
+            }
+        }
+    }
+}
+
+/// One of the two files, and how many requests each cell sends for it.
+struct FileLoad {
+    name: &'static str,
+    path: String,
+    bytes: u64,
+    requests: u64,
+}
+
+/// Every round: each server (in the round's order) started, measured at every file and
+/// concurrency, and stopped. A server that does not start gets a failed cell for each.
+fn measure_rounds(
+    lab: &Lab,
+    generator: &Generator,
+    root: &std::path::Path,
+    files: &[FileLoad],
+    conc: &[u32],
+    rounds: u32,
+) -> Vec<Cell> {
     let steps = rounds as usize * lab.servers.len();
     let per = conc.len() as f64 * 2.0 + 1.0;
     let mut progress = Progress::new(lab.experiment, steps, steps as f64 * per);
@@ -78,76 +154,47 @@ pub fn run(a: &PoolArgs) -> Result<std::path::PathBuf, String> {
     for round in 0..rounds {
         for spec in lab.order(round) {
             progress.step(&format!("round {}/{rounds}: {}", round + 1, spec.label), per);
-            let server = match lab.start(&spec, &root, None, &files[0].0) {
+            let cell = |file: &FileLoad, c: u32| Cell {
+                round,
+                server: spec.label.clone(),
+                file: file.name.into(),
+                concurrency: c,
+                requests: file.requests,
+                measurement: None,
+                error: None,
+                raw: Value::Null,
+            };
+            let server = match lab.start(&spec, root, None, &files[0].path) {
                 Ok(s) => s,
                 Err(why) => {
                     progress.note(&why);
-                    for &(file, _, _, n) in &plan {
-                        for &c in &conc {
-                            cells.push(Cell {
-                                round,
-                                server: spec.label.clone(),
-                                file: file.into(),
-                                concurrency: c,
-                                requests: n,
-                                measurement: None,
-                                error: Some(why.clone()),
-                                raw: Value::Null,
-                            });
-                        }
+                    for file in files {
+                        cells.extend(
+                            conc.iter()
+                                .map(|&c| Cell { error: Some(why.clone()), ..cell(file, c) }),
+                        );
                     }
                     continue;
                 }
             };
-            for &(file, path, bytes, n) in &plan {
-                for &c in &conc {
-                    let url = server.url(path);
-                    let result = match (generator, &ab_path) {
-                        ("ab", Some(abp)) => ab::run(abp, &url, n, c, bytes, lab.client_cpus()),
-                        _ => {
-                            let mut load = Ampload::closed(url, c, 0.0);
-                            load.duration_s = None;
-                            load.requests = Some(n);
-                            load.requests_per_conn = Some(1);
-                            load.timeout_s = 30.0;
-                            load.run(&lab.bins.ampload, lab.client_cpus())
-                        }
-                    };
-                    let (measurement, error, raw) = match result {
+            for file in files {
+                for &c in conc {
+                    let url = server.url(&file.path);
+                    let mut measured = cell(file, c);
+                    match generator.measure(lab, url, file.requests, c, file.bytes) {
                         Ok((m, raw)) => {
-                            let e = m.problems();
-                            (Some(m), e, raw)
+                            measured.error = m.problems();
+                            (measured.measurement, measured.raw) = (Some(m), raw);
                         }
-                        Err(e) => (None, Some(e.to_string()), Value::Null),
-                    };
-                    cells.push(Cell {
-                        round,
-                        server: spec.label.clone(),
-                        file: file.into(),
-                        concurrency: c,
-                        requests: n,
-                        measurement,
-                        error,
-                        raw,
-                    });
+                        Err(e) => measured.error = Some(e.to_string()),
+                    }
+                    cells.push(measured);
                 }
             }
             server.stop();
         }
     }
-    let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
-    write_results(&mut lab, &cells)?;
-    let plan = Plan {
-        concurrency: conc.clone(),
-        small_requests: small_n,
-        large_requests: large_n,
-        rounds,
-        generator: generator.to_string(),
-        note: note.clone(),
-    };
-    let s = outputs(&mut lab, &plan, &cells, &labels)?;
-    let params = json!({"concurrency": conc, "small_requests": small_n, "large_requests": large_n, "large_bytes": LARGE_BYTES, "rounds": rounds, "generator": generator});
-    lab.finish(params, None, note.into_iter().collect(), &s)
+    cells
 }
 
 /// Medians over rounds of one cell's statistics.
@@ -201,7 +248,6 @@ fn stat(cells: &[Cell], server: &str, file: &str, c: u32) -> Stat {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 /// Writes the raw results: results.csv and results.json.
 fn write_results(lab: &mut Lab, cells: &[Cell]) -> Result<(), String> {
     let io = |e: std::io::Error| e.to_string();
@@ -361,55 +407,10 @@ fn outputs(
     }
     for (file, title) in [("small", "37-byte file"), ("large", "10 MiB file")] {
         s.push_str(&format!("## {title}: req/s, median / 99% / std-dev (ms)\n\n"));
-        let mut header = vec!["concurrency".to_string()];
-        for l in labels {
-            header.push(format!("{l} req/s"));
-            header.push(format!("{l} p50 / p99 / sd"));
-        }
-        let body: Vec<Vec<String>> = conc
-            .iter()
-            .map(|&c| {
-                let mut row = vec![c.to_string()];
-                for l in labels {
-                    let st = stat(cells, l, file, c);
-                    row.push(fmt(st.rps, 1));
-                    row.push(format!(
-                        "{} / {} / {}",
-                        fmt(st.p50, 1),
-                        fmt(st.p99, 1),
-                        fmt(st.sd, 2)
-                    ));
-                }
-                row
-            })
-            .collect();
-        s.push_str(&table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body));
+        s.push_str(&file_table(cells, labels, conc, file));
         s.push('\n');
     }
-    s.push_str(&if rounds > 1 {
-        let spread: Vec<f64> = labels
-            .iter()
-            .flat_map(|l| conc.iter().map(move |&c| (l, c)))
-            .flat_map(|(l, c)| {
-                ["small", "large"].map(|file| {
-                    let v: Vec<f64> = cells
-                        .iter()
-                        .filter(|x| &x.server == l && x.file == file && x.concurrency == c)
-                        .filter_map(|x| x.measurement.as_ref().map(|m| m.rps))
-                        .collect();
-                    Spread::of(&v).relative()
-                })
-            })
-            .filter(|r| r.is_finite())
-            .collect();
-        format!(
-            "Medians over {rounds} rounds; the rounds' (max − min) / median of req/s is {:.0} % for the median cell and up to {:.0} %; the figures' whiskers show each cell's min–max.\n\n",
-            median(&spread) * 100.0,
-            spread.iter().copied().fold(0.0, f64::max) * 100.0
-        )
-    } else {
-        "One round: the noise between rounds was not measured.\n\n".to_string()
-    });
+    s.push_str(&round_noise(cells, labels, conc, rounds));
     s.push_str("Seed (2017, student httpd; req/s, p50/p99 ms): small c=5 nopool 928 (5/13), pool 931 (5/13); small c=20 nopool 814 (23/39), pool 867 (22/38); large c=5 nopool 3.29, pool 3.34; large c=20 nopool 3.36, pool 3.28.\n\n");
     s.push_str("Figures: ");
     s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
@@ -425,6 +426,55 @@ fn outputs(
         .collect();
     s.push_str(&failures_section(&failures));
     Ok(s)
+}
+
+/// A file's table: a row per concurrency, req/s and p50 / p99 / sd (ms) per server.
+fn file_table(cells: &[Cell], labels: &[String], conc: &[u32], file: &str) -> String {
+    let mut header = vec!["concurrency".to_string()];
+    for l in labels {
+        header.push(format!("{l} req/s"));
+        header.push(format!("{l} p50 / p99 / sd"));
+    }
+    let body: Vec<Vec<String>> = conc
+        .iter()
+        .map(|&c| {
+            let mut row = vec![c.to_string()];
+            for l in labels {
+                let st = stat(cells, l, file, c);
+                row.push(fmt(st.rps, 1));
+                row.push(format!("{} / {} / {}", fmt(st.p50, 1), fmt(st.p99, 1), fmt(st.sd, 2)));
+            }
+            row
+        })
+        .collect();
+    table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body)
+}
+
+/// The sentence on the noise between rounds: the spread of req/s over the cells.
+fn round_noise(cells: &[Cell], labels: &[String], conc: &[u32], rounds: u32) -> String {
+    if rounds <= 1 {
+        return "One round: the noise between rounds was not measured.\n\n".to_string();
+    }
+    let spread: Vec<f64> = labels
+        .iter()
+        .flat_map(|l| conc.iter().map(move |&c| (l, c)))
+        .flat_map(|(l, c)| {
+            ["small", "large"].map(|file| {
+                let v: Vec<f64> = cells
+                    .iter()
+                    .filter(|x| &x.server == l && x.file == file && x.concurrency == c)
+                    .filter_map(|x| x.measurement.as_ref().map(|m| m.rps))
+                    .collect();
+                Spread::of(&v).relative()
+            })
+        })
+        .filter(|r| r.is_finite())
+        .collect();
+    format!(
+        "Medians over {rounds} rounds; the rounds' (max − min) / median of req/s is {:.0} % for the median cell and up to {:.0} %; the figures' whiskers show each cell's min–max.\n\n",
+        median(&spread) * 100.0,
+        spread.iter().copied().fold(0.0, f64::max) * 100.0
+    )
 }
 
 /// A statistic of one cell in round `r` (NaN if not measured).
@@ -443,36 +493,24 @@ fn in_round(
         .unwrap_or(f64::NAN)
 }
 
-fn comparison(cells: &[Cell], labels: &[String], conc: &[u32], rounds: u32, quick: bool) -> String {
-    let (Some(nopool), Some(pool)) = (
-        labels.iter().find(|l| l.starts_with("mt")),
-        labels.iter().find(|l| l.starts_with("pool")),
-    ) else {
-        return "The comparison needs an `mt` and a `pool` server.\n".into();
-    };
-    let mut out = String::new();
+/// Per round: the largest small-file median difference over the concurrency levels (ms).
+fn median_gaps(cells: &[Cell], conc: &[u32], rounds: u32, nopool: &str, pool: &str) -> Vec<f64> {
     let p50 = |m: &Measurement| m.latency.p50;
+    worst_per_round(conc, rounds, |r, c| {
+        (in_round(cells, r, nopool, "small", c, p50) - in_round(cells, r, pool, "small", c, p50))
+            .abs()
+    })
+}
+
+/// Per round: the largest of `gap(round, level)` over the concurrency levels.
+fn worst_per_round(conc: &[u32], rounds: u32, gap: impl Fn(u32, u32) -> f64) -> Vec<f64> {
+    (0..rounds).map(|r| conc.iter().map(|&c| gap(r, c)).fold(f64::NAN, f64::max)).collect()
+}
+
+/// Per round: at how many concurrency levels the pool's small-file p99 is at most nopool's.
+fn p99_wins(cells: &[Cell], conc: &[u32], rounds: u32, nopool: &str, pool: &str) -> Vec<f64> {
     let p99 = |m: &Measurement| m.latency.p99;
-    // Per round: the largest small-file median difference over the concurrency levels.
-    let diffs: Vec<f64> = (0..rounds)
-        .map(|r| {
-            conc.iter()
-                .map(|&c| {
-                    (in_round(cells, r, nopool, "small", c, p50)
-                        - in_round(cells, r, pool, "small", c, p50))
-                    .abs()
-                })
-                .fold(f64::NAN, f64::max)
-        })
-        .collect();
-    let j = judge(&diffs, Cmp::AtMost(1.0), quick);
-    out.push_str(&format!(
-        "- *Medians are equal*: the largest small-file median difference is {} ms. {}\n",
-        fmt(j.spread.median, 1),
-        j.text("Holds", "Does not hold")
-    ));
-    // Per round: the levels at which the pool's p99 is at most nopool's.
-    let better: Vec<f64> = (0..rounds)
+    (0..rounds)
         .map(|r| {
             conc.iter()
                 .filter(|&&c| {
@@ -481,7 +519,41 @@ fn comparison(cells: &[Cell], labels: &[String], conc: &[u32], rounds: u32, quic
                 })
                 .count() as f64
         })
-        .collect();
+        .collect()
+}
+
+/// Per round: the largest relative difference of pool/nopool large-file req/s over the
+/// levels (%).
+fn throughput_gaps(
+    cells: &[Cell],
+    conc: &[u32],
+    rounds: u32,
+    nopool: &str,
+    pool: &str,
+) -> Vec<f64> {
+    let rps = |m: &Measurement| m.rps;
+    worst_per_round(conc, rounds, |r, c| {
+        let large = |server| in_round(cells, r, server, "large", c, rps);
+        (ratio(large(pool), large(nopool)) - 1.0).abs() * 100.0
+    })
+}
+
+fn comparison(cells: &[Cell], labels: &[String], conc: &[u32], rounds: u32, quick: bool) -> String {
+    let (Some(nopool), Some(pool)) = (
+        labels.iter().find(|l| l.starts_with("mt")),
+        labels.iter().find(|l| l.starts_with("pool")),
+    ) else {
+        return "The comparison needs an `mt` and a `pool` server.\n".into();
+    };
+    let mut out = String::new();
+    let diffs = median_gaps(cells, conc, rounds, nopool, pool);
+    let j = judge(&diffs, Cmp::AtMost(1.0), quick);
+    out.push_str(&format!(
+        "- *Medians are equal*: the largest small-file median difference is {} ms. {}\n",
+        fmt(j.spread.median, 1),
+        j.text("Holds", "Does not hold")
+    ));
+    let better = p99_wins(cells, conc, rounds, nopool, pool);
     let j = judge(&better, Cmp::AtLeast((conc.len() / 2 + 1) as f64), quick);
     out.push_str(&format!(
         "- *The pool has a lower 99th percentile for small files (no thread creation per connection)*: pool's p99 ≤ nopool's at {} of {} concurrency levels (median over rounds; a majority is needed). {}\n",
@@ -500,22 +572,7 @@ fn comparison(cells: &[Cell], labels: &[String], conc: &[u32], rounds: u32, quic
             conc.len()
         ));
     }
-    // Per round: the largest relative difference of pool/nopool req/s over the levels.
-    let rps = |m: &Measurement| m.rps;
-    let gaps: Vec<f64> = (0..rounds)
-        .map(|r| {
-            conc.iter()
-                .map(|&c| {
-                    (ratio(
-                        in_round(cells, r, pool, "large", c, rps),
-                        in_round(cells, r, nopool, "large", c, rps),
-                    ) - 1.0)
-                        .abs()
-                        * 100.0
-                })
-                .fold(f64::NAN, f64::max)
-        })
-        .collect();
+    let gaps = throughput_gaps(cells, conc, rounds, nopool, pool);
     let j = judge(&gaps, Cmp::AtMost(5.0), quick);
     out.push_str(&format!(
         "- *Large-file throughput is the same (I/O-bound)*: pool/nopool req/s within {}% (per round, the worst level). {}\n",

@@ -17,20 +17,9 @@ use crate::stats::{Spread, fmt, ratio};
 use crate::svg::{Bars, Chart, Plot, Scale};
 use crate::verdict::{Cmp, judge};
 
-/// The Flash paper's line-up (Flash, SPED, MT, MP) plus uring and the peers.
-pub const DEFAULT_SERVERS: &[&str] = &[
-    "sped",
-    "amped",
-    "mt",
-    "pool:threads=64",
-    "mp:processes=64",
-    "uring",
-    "staged",
-    "nginx",
-    "apache-event",
-    "lighttpd",
-    "h2o",
-];
+/// The Flash paper's line-up (Flash, SPED, MT, MP) plus uring and the peers: the same servers
+/// as the single-file experiment.
+pub const DEFAULT_SERVERS: &[&str] = super::single_file::DEFAULT_SERVERS;
 
 /// A workload: a file set and its request list.
 struct Workload {
@@ -311,6 +300,55 @@ fn chart(
         .map_err(|e| e.to_string())
 }
 
+/// A row per server, a column per workload: Mb/s, median and the rounds' min–max.
+fn throughput_table(rows: &[Row], labels: &[String], names: &[String]) -> String {
+    let header: Vec<String> = std::iter::once("server".to_string())
+        .chain(names.iter().map(|n| format!("{n} Mb/s")))
+        .collect();
+    let body: Vec<Vec<String>> = labels
+        .iter()
+        .map(|l| {
+            std::iter::once(l.clone())
+                .chain(names.iter().map(|w| mbps_spread(rows, w, l).text(1)))
+                .collect()
+        })
+        .collect();
+    table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body)
+}
+
+/// "SPED does well on the cache-friendly trace and falls behind on the disk-bound one":
+/// sped/amped on the second (disk-bound) workload over the first, per round.
+fn sped_finding(lab: &Lab, rows: &[Row], labels: &[String], names: &[String]) -> String {
+    let mbps = |w: &str, l: &str| mbps(rows, w, l);
+    let has = |label: &str| labels.iter().any(|l| l == label);
+    if !(names.len() == 2 && has("sped") && has("amped")) {
+        return String::new();
+    }
+    let owl = ratio(mbps(&names[0], "sped"), mbps(&names[0], "amped"));
+    let cs = ratio(mbps(&names[1], "sped"), mbps(&names[1], "amped"));
+    // Per round: sped/amped on the disk-bound trace over sped/amped on the cached one.
+    let rounds = rows.iter().map(|r| r.round + 1).max().unwrap_or(0);
+    let in_round = |r: u32, w: &str, l: &str| {
+        rows.iter()
+            .find(|x| x.round == r && x.workload == w && x.cell.server == l)
+            .and_then(|x| x.cell.measurement.as_ref().map(|m| m.body_mbps))
+            .unwrap_or(f64::NAN)
+    };
+    let sped_share = |r: u32, w: &str| ratio(in_round(r, w, "sped"), in_round(r, w, "amped"));
+    let per_round: Vec<f64> =
+        (0..rounds).map(|r| ratio(sped_share(r, &names[1]), sped_share(r, &names[0]))).collect();
+    let j = judge(&per_round, Cmp::Below(0.9), lab.quick);
+    format!(
+        "- *SPED does well on the cache-friendly trace and falls behind on the disk-bound one*: sped/amped = {} on {}, {} on {} (disk-bound over cached: {}). {}\n",
+        fmt(owl, 2),
+        names[0],
+        fmt(cs, 2),
+        names[1],
+        fmt(j.spread.median, 2),
+        j.text("Holds", "Does not hold here: the disk waits cost every architecture alike")
+    )
+}
+
 /// summary.md: the table and the comparison with the paper.
 fn summary(
     lab: &Lab,
@@ -336,18 +374,7 @@ fn summary(
         ),
     );
     s.push_str(&format!("Disk: {}\n\n", emu.describe()));
-    let header: Vec<String> = std::iter::once("server".to_string())
-        .chain(names.iter().map(|n| format!("{n} Mb/s")))
-        .collect();
-    let body: Vec<Vec<String>> = labels
-        .iter()
-        .map(|l| {
-            std::iter::once(l.clone())
-                .chain(names.iter().map(|w| mbps_spread(rows, w, l).text(1)))
-                .collect()
-        })
-        .collect();
-    s.push_str(&table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body));
+    s.push_str(&throughput_table(rows, &labels, &names));
     s.push_str(&if p.rounds > 1 {
         format!("\nMedians over {} rounds with the rounds' min–max in parentheses (the figure's whiskers).\n", p.rounds)
     } else {
@@ -364,42 +391,21 @@ fn summary(
             best.map_or("-", |b| b.as_str())
         ));
     }
-    if names.len() == 2 && labels.iter().any(|l| l == "sped") && labels.iter().any(|l| l == "amped")
-    {
-        let owl = ratio(mbps(&names[0], "sped"), mbps(&names[0], "amped"));
-        let cs = ratio(mbps(&names[1], "sped"), mbps(&names[1], "amped"));
-        // Per round: sped/amped on the disk-bound trace over sped/amped on the cached one.
-        let rounds = rows.iter().map(|r| r.round + 1).max().unwrap_or(0);
-        let in_round = |r: u32, w: &str, l: &str| {
-            rows.iter()
-                .find(|x| x.round == r && x.workload == w && x.cell.server == l)
-                .and_then(|x| x.cell.measurement.as_ref().map(|m| m.body_mbps))
-                .unwrap_or(f64::NAN)
-        };
-        let sped_share = |r: u32, w: &str| ratio(in_round(r, w, "sped"), in_round(r, w, "amped"));
-        let per_round: Vec<f64> = (0..rounds)
-            .map(|r| ratio(sped_share(r, &names[1]), sped_share(r, &names[0])))
-            .collect();
-        let j = judge(&per_round, Cmp::Below(0.9), lab.quick);
-        s.push_str(&format!("- *SPED does well on the cache-friendly trace and falls behind on the disk-bound one*: sped/amped = {} on {}, {} on {} (disk-bound over cached: {}). {}\n", fmt(owl, 2), names[0], fmt(cs, 2), names[1], fmt(j.spread.median, 2), j.text("Holds", "Does not hold here: the disk waits cost every architecture alike")));
-    }
+    s.push_str(&sped_finding(lab, rows, &labels, &names));
     for w in &names {
         // The last round's cells of this workload.
         let last = rows.iter().filter(|r| &r.workload == w).map(|r| r.round).max();
-        let profiled: Vec<super::who_blocked::Row> = labels
-            .iter()
-            .filter_map(|l| {
-                rows.iter()
-                    .find(|r| &r.workload == w && Some(r.round) == last && &r.cell.server == l)
-            })
-            .filter_map(|r| super::who_blocked::cell_row(&r.cell))
-            .collect();
-        let ranking = super::who_blocked::Ranking {
-            metric: "Mb/s",
-            values: labels.iter().map(|l| (l.clone(), mbps(w, l))).collect(),
-            higher_better: true,
+        let cell_of = |l: &str| {
+            rows.iter()
+                .find(|r| &r.workload == w && Some(r.round) == last && r.cell.server == l)
+                .map(|r| &r.cell)
         };
-        s.push_str(&super::who_blocked::section(&format!("{w}, last round"), &profiled, &ranking));
+        s.push_str(&super::who_blocked::throughput_section(
+            &format!("{w}, last round"),
+            &labels,
+            cell_of,
+            |l| mbps(w, l),
+        ));
     }
     s.push_str(&format!("\nThe data sets total {:.0} MiB; the Rice CS and Owlnet traces are not public, so their shape (small and cache-resident vs large and disk-bound) is what is reproduced, not their numbers.\n", workloads.iter().map(|w| w.bytes).sum::<u64>() as f64 / 1048576.0));
     let failures: Vec<String> = rows

@@ -157,14 +157,7 @@ pub fn explain(rows: &[Row], ranking: &Ranking) -> String {
             && r.others_asleep.unwrap_or(0.0) < 0.05
             && r.loop_stalls.unwrap_or(0) == 0
     };
-    let mut order: Vec<(String, f64)> =
-        ranking.values.iter().filter(|(_, v)| v.is_finite()).cloned().collect();
-    order.sort_by(
-        |a, b| {
-            if ranking.higher_better { b.1.total_cmp(&a.1) } else { a.1.total_cmp(&b.1) }
-        },
-    );
-    let names: Vec<&str> = order.iter().map(|(l, _)| l.as_str()).collect();
+    let names = best_first(ranking);
     if known.iter().all(quiet) {
         return format!(
             "Nobody blocks: no event loop slept as much as 1 % of the time outside its idle waits, no helper or worker slept 0.05 s per second, and there was no loop stall on the disk, so the ranking by {} ({}) is CPU work per request, not blocking.",
@@ -173,18 +166,13 @@ pub fn explain(rows: &[Row], ranking: &Ranking) -> String {
         );
     }
     let row_of = |l: &str| rows.iter().find(|r| r.label == l);
-    // A server "blocks" when its event loop slept 1 % of the time or more; one without a
-    // loop (workers) or whose loop stayed awake does not.
-    let blocks = |l: &str| row_of(l).and_then(|r| r.loop_asleep).is_some_and(|a| a >= 0.01);
     let ranked: Vec<&str> = names.iter().copied().filter(|l| row_of(l).is_some()).collect();
     let pct = |l: &str| {
-        row_of(l)
-            .and_then(|r| r.loop_asleep)
+        loop_asleep(rows, l)
             .map_or_else(|| "no loop".to_string(), |a| format!("{} %", fmt(a * 100.0, 1)))
     };
     let list = ranked.iter().map(|l| format!("{l} {}", pct(l))).collect::<Vec<_>>().join(", ");
-    let awake: Vec<&str> = ranked.iter().copied().filter(|l| !blocks(l)).collect();
-    let asleep: Vec<&str> = ranked.iter().copied().filter(|l| blocks(l)).collect();
+    let asleep: Vec<&str> = ranked.iter().copied().filter(|l| blocks(rows, l)).collect();
     let worst = asleep
         .iter()
         .filter_map(|l| row_of(l))
@@ -196,39 +184,46 @@ pub fn explain(rows: &[Row], ranking: &Ranking) -> String {
         "Ranked by {} (best first), with the share of time each event loop slept outside its idle waits: {list}.",
         ranking.metric
     );
-    // Does every server whose loop stayed awake rank ahead of every one whose loop slept?
-    let last_awake = ranked.iter().rposition(|l| !blocks(l));
-    let first_asleep = ranked.iter().position(|l| blocks(l));
+    let body = split_sentence(rows, &ranked);
+    let within = within_sentence(rows, &asleep);
+    let workers = workers_sentence(rows);
+    format!("{head}{body}{within}{where_}{workers}")
+}
+
+/// The ranking's labels with a finite value, best first.
+fn best_first<'r>(ranking: &'r Ranking<'_>) -> Vec<&'r str> {
+    let mut order: Vec<&(String, f64)> =
+        ranking.values.iter().filter(|(_, v)| v.is_finite()).collect();
+    order.sort_by(
+        |a, b| {
+            if ranking.higher_better { b.1.total_cmp(&a.1) } else { a.1.total_cmp(&b.1) }
+        },
+    );
+    order.iter().map(|(l, _)| l.as_str()).collect()
+}
+
+/// The share of time server `label`'s event loop slept, if it has one and it was profiled.
+fn loop_asleep(rows: &[Row], label: &str) -> Option<f64> {
+    rows.iter().find(|r| r.label == label).and_then(|r| r.loop_asleep)
+}
+
+/// A server "blocks" when its event loop slept 1 % of the time or more; one without a loop
+/// (workers) or whose loop stayed awake does not.
+fn blocks(rows: &[Row], label: &str) -> bool {
+    loop_asleep(rows, label).is_some_and(|a| a >= 0.01)
+}
+
+/// Whether every server whose loop stayed awake ranks ahead of every one whose loop slept.
+fn split_sentence(rows: &[Row], ranked: &[&str]) -> String {
+    let awake: Vec<&str> = ranked.iter().copied().filter(|l| !blocks(rows, l)).collect();
+    let asleep: Vec<&str> = ranked.iter().copied().filter(|l| blocks(rows, l)).collect();
+    let last_awake = ranked.iter().rposition(|l| !blocks(rows, l));
+    let first_asleep = ranked.iter().position(|l| blocks(rows, l));
     let split = match (last_awake, first_asleep) {
         (Some(a), Some(b)) => a < b,
         _ => false,
     };
-    // Among the servers whose loop slept: the more it slept, the lower it ranks (5 points of
-    // tolerance: rates close to the disk's limit move these by that much)?
-    let mut out_of_order = Vec::new();
-    for (i, better) in asleep.iter().enumerate() {
-        for worse in &asleep[i + 1..] {
-            let (a, b) = (row_of(better), row_of(worse));
-            let (a, b) = (a.and_then(|r| r.loop_asleep), b.and_then(|r| r.loop_asleep));
-            if let (Some(a), Some(b)) = (a, b)
-                && a - b > 0.05
-            {
-                out_of_order
-                    .push(format!("{better} ranks above {worse} though its loop slept more"));
-            }
-        }
-    }
-    let within = if asleep.len() < 2 {
-        String::new()
-    } else if out_of_order.is_empty() {
-        " Among those whose loop slept, the more it slept the lower it ranks.".to_string()
-    } else {
-        format!(
-            " Among those whose loop slept, the order does not follow how much ({}): once a loop sleeps much of the time, what it sleeps in and what else waits decide.",
-            out_of_order.into_iter().take(2).collect::<Vec<_>>().join("; ")
-        )
-    };
-    let body = if asleep.is_empty() {
+    if asleep.is_empty() {
         " No event loop slept 1 % of the time: the ranking is not explained by blocking on a loop; see the helpers' and workers' sleep.".to_string()
     } else if awake.is_empty() {
         " Every event loop slept.".to_string()
@@ -244,20 +239,66 @@ pub fn explain(rows: &[Row], ranking: &Ranking) -> String {
             " Blocking on the loop does not explain the ranking alone: {} ranks below {} although its loop stayed awake.",
             ranked[a], ranked[b]
         )
-    };
-    let no_loop: Vec<&str> =
-        rows.iter().filter(|r| !r.has_loop).map(|r| r.label.as_str()).collect();
-    let workers = if no_loop.is_empty() {
+    }
+}
+
+/// Among the servers whose loop slept (best first): the more it slept, the lower it ranks?
+/// (5 points of tolerance: rates close to the disk's limit move these by that much.)
+fn within_sentence(rows: &[Row], asleep: &[&str]) -> String {
+    let mut out_of_order = Vec::new();
+    for (i, better) in asleep.iter().enumerate() {
+        for worse in &asleep[i + 1..] {
+            if let (Some(a), Some(b)) = (loop_asleep(rows, better), loop_asleep(rows, worse))
+                && a - b > 0.05
+            {
+                out_of_order
+                    .push(format!("{better} ranks above {worse} though its loop slept more"));
+            }
+        }
+    }
+    if asleep.len() < 2 {
         String::new()
+    } else if out_of_order.is_empty() {
+        " Among those whose loop slept, the more it slept the lower it ranks.".to_string()
     } else {
         format!(
-            " {} {} no event loop: {} threads or processes sleep by design, which costs only the requests they serve.",
-            no_loop.join(", "),
-            if no_loop.len() == 1 { "has" } else { "have" },
-            if no_loop.len() == 1 { "its" } else { "their" }
+            " Among those whose loop slept, the order does not follow how much ({}): once a loop sleeps much of the time, what it sleeps in and what else waits decide.",
+            out_of_order.into_iter().take(2).collect::<Vec<_>>().join("; ")
         )
+    }
+}
+
+/// The servers without an event loop, whose threads or processes sleep by design.
+fn workers_sentence(rows: &[Row]) -> String {
+    let no_loop: Vec<&str> =
+        rows.iter().filter(|r| !r.has_loop).map(|r| r.label.as_str()).collect();
+    if no_loop.is_empty() {
+        return String::new();
+    }
+    format!(
+        " {} {} no event loop: {} threads or processes sleep by design, which costs only the requests they serve.",
+        no_loop.join(", "),
+        if no_loop.len() == 1 { "has" } else { "have" },
+        if no_loop.len() == 1 { "its" } else { "their" }
+    )
+}
+
+/// The section for disk-run cells ranked by throughput: a row per server of `labels` (in that
+/// order) whose cell `cell_of` finds and that was profiled, ranked by `mbps` (higher first).
+pub fn throughput_section<'c>(
+    what: &str,
+    labels: &[String],
+    cell_of: impl Fn(&str) -> Option<&'c super::diskrun::DiskCell>,
+    mbps: impl Fn(&str) -> f64,
+) -> String {
+    let profiled: Vec<Row> =
+        labels.iter().filter_map(|l| cell_of(l)).filter_map(cell_row).collect();
+    let ranking = Ranking {
+        metric: "Mb/s",
+        values: labels.iter().map(|l| (l.clone(), mbps(l))).collect(),
+        higher_better: true,
     };
-    format!("{head}{body}{within}{where_}{workers}")
+    section(what, &profiled, &ranking)
 }
 
 /// The summary section: title, table, sentence, and how to read it.

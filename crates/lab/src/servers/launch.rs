@@ -183,12 +183,8 @@ impl RunningServer {
         }
     }
 
-    /// The server's process id, which is also its process group's.
-    pub fn pid(&self) -> i32 {
-        self.process.pid()
-    }
-
-    /// The server's process group (its processes: [`crate::experiments::outside_profile`]).
+    /// The server's process group, whose id is also its first process's pid (its processes:
+    /// [`crate::experiments::outside_profile::group_pids`]).
     pub fn pgid(&self) -> u32 {
         self.process.pgid()
     }

@@ -31,6 +31,23 @@ pub fn binaries() -> &'static (PathBuf, PathBuf) {
     })
 }
 
+/// `amplab <args> --out OUT --data-dir DATA --amped .. --ampload ..`, with this build's
+/// binaries.
+pub fn amplab_command(args: &[&str], out: &Path, data: &Path) -> Command {
+    let (amped, ampload) = binaries();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_amplab"));
+    cmd.args(args)
+        .arg("--out")
+        .arg(out)
+        .arg("--data-dir")
+        .arg(data)
+        .arg("--amped")
+        .arg(amped)
+        .arg("--ampload")
+        .arg(ampload);
+    cmd
+}
+
 /// A finished amplab run.
 pub struct Run {
     pub out: PathBuf,
@@ -42,23 +59,10 @@ pub struct Run {
 
 /// Runs `amplab <args> --quick --out TMP/out --data-dir TMP/data --amped .. --ampload ..`.
 pub fn amplab(args: &[&str]) -> Run {
-    let (amped, ampload) = binaries();
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = tmp.path().join("out");
     let data = tmp.path().join("data");
-    let result = Command::new(env!("CARGO_BIN_EXE_amplab"))
-        .args(args)
-        .arg("--quick")
-        .arg("--out")
-        .arg(&out)
-        .arg("--data-dir")
-        .arg(&data)
-        .arg("--amped")
-        .arg(amped)
-        .arg("--ampload")
-        .arg(ampload)
-        .output()
-        .expect("run amplab");
+    let result = amplab_command(args, &out, &data).arg("--quick").output().expect("run amplab");
     Run {
         out,
         stdout: String::from_utf8_lossy(&result.stdout).into_owned(),
@@ -130,17 +134,22 @@ impl Run {
     /// results; returns the summary before and after.
     pub fn report(&self) -> (String, String) {
         let before = self.read("summary.md");
+        self.run_report();
+        (before, self.read("summary.md"))
+    }
+}
+
+impl Run {
+    /// Runs `amplab report` on the folder; panics with its stderr if it fails.
+    fn run_report(&self) {
         let out = Command::new(env!("CARGO_BIN_EXE_amplab"))
             .arg("report")
             .arg(&self.out)
             .output()
             .unwrap();
         assert!(out.status.success(), "amplab report: {}", String::from_utf8_lossy(&out.stderr));
-        (before, self.read("summary.md"))
     }
-}
 
-impl Run {
     /// The top-level files of the output folder, by name, with their bytes.
     pub fn files(&self) -> std::collections::BTreeMap<String, Vec<u8>> {
         std::fs::read_dir(&self.out)
@@ -164,12 +173,7 @@ impl Run {
         for name in before.keys().filter(|n| derived(n)) {
             std::fs::remove_file(self.out.join(name)).unwrap();
         }
-        let out = Command::new(env!("CARGO_BIN_EXE_amplab"))
-            .arg("report")
-            .arg(&self.out)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "amplab report: {}", String::from_utf8_lossy(&out.stderr));
+        self.run_report();
         let after = self.files();
         assert_eq!(
             before.keys().collect::<Vec<_>>(),

@@ -23,11 +23,7 @@ pub fn parse_line(line: &str, base: &Url) -> Result<Option<Entry>, LineError> {
     if target.contains('"') {
         return Err(LineError::Skip("request target holds a quote".into()));
     }
-    let path = match target.split_once("://") {
-        Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
-        None => target,
-    };
-    base.join(path)
+    base.join(clf::target_path(target))
         .map(|path| Some(Entry { path, weight: None }))
         .map_err(|e| LineError::Skip(e.to_string()))
 }

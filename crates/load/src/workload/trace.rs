@@ -1,7 +1,7 @@
 //! `--trace FILE`: one path per line, optionally followed by a weight.
 //!
-//! Format: `PATH [WEIGHT]`, whitespace-separated; blank lines and `#` comments are skipped.
-//! The second column is a **weight** (a positive number), not a timestamp: when any line has
+//! Format: `PATH [WEIGHT]`, whitespace-separated; blank lines and `#` comments are skipped
+//! (read by [`amped_workload::lists`]). The second column is a **weight** (a positive number), not a timestamp: when any line has
 //! one, requests are drawn at random with probability proportional to the weight (lines without
 //! one weigh 1); when no line has one, the paths are replayed in file order, cycling. Timing
 //! comes from the run's mode (`--rate`, or closed loop), never from the file. Any bad line is
@@ -9,27 +9,15 @@
 
 use super::{Entry, LineError};
 use crate::target::Url;
+use amped_workload::lists;
 
 /// Parses one line of a trace.
 pub fn parse_line(line: &str, base: &Url) -> Result<Option<Entry>, LineError> {
-    let line = line.trim();
-    if line.is_empty() || line.starts_with('#') {
+    let Some(read) = lists::trace_line(line).map_err(LineError::Fatal)? else {
         return Ok(None);
-    }
-    let mut fields = line.split_whitespace();
-    let path = fields.next().unwrap_or_default();
-    let weight = match fields.next() {
-        None => None,
-        Some(w) => match w.parse::<f64>() {
-            Ok(v) if v.is_finite() && v > 0.0 => Some(v),
-            _ => return Err(LineError::Fatal(format!("weight {w:?} is not a positive number"))),
-        },
     };
-    if let Some(extra) = fields.next() {
-        return Err(LineError::Fatal(format!("unexpected third column {extra:?}")));
-    }
-    let path = base.join(path).map_err(|e| LineError::Fatal(e.to_string()))?;
-    Ok(Some(Entry { path, weight }))
+    let path = base.join(read.path).map_err(|e| LineError::Fatal(e.to_string()))?;
+    Ok(Some(Entry { path, weight: read.weight }))
 }
 
 #[cfg(test)]

@@ -1,19 +1,20 @@
 //! `--urls FILE`: one absolute URL or one path per line.
 //!
-//! Blank lines and lines starting with `#` are skipped. Paths are joined onto the base URL
-//! (see [`Url::join`]); absolute URLs must name the base URL's server, since one run drives one
-//! server. Any bad line is fatal: a URL list is written by hand and a typo should not silently
-//! change the workload.
+//! Blank lines and lines starting with `#` are skipped (the line rule of
+//! [`amped_workload::lists`], whose `url_list` writes the lists amplab runs). Paths are joined
+//! onto the base URL (see [`Url::join`]); absolute URLs must name the base URL's server, since
+//! one run drives one server. Any bad line is fatal: a URL list written by hand should not
+//! change the workload silently through a typo.
 
 use super::{Entry, LineError};
 use crate::target::Url;
+use amped_workload::lists;
 
 /// Parses one line of a URL list.
 pub fn parse_line(line: &str, base: &Url) -> Result<Option<Entry>, LineError> {
-    let line = line.trim();
-    if line.is_empty() || line.starts_with('#') {
+    let Some(line) = lists::content(line) else {
         return Ok(None);
-    }
+    };
     let path = if line.contains("://") {
         let url = Url::parse(line).map_err(|e| LineError::Fatal(e.to_string()))?;
         if !url.same_server(base) {

@@ -247,8 +247,7 @@ fn measure_model(
     w: &Workload,
     emu: &DiskEmulation,
 ) -> Result<Measured, String> {
-    let root = w.needs.set.root.clone();
-    let probe = w.probe();
+    let sweep = Sweep { lab, p, w, emu, root: w.needs.set.root.clone(), probe: w.probe() };
     let mut rows = Vec::new();
     let mut load = Load {
         warm_urls: w.warm_urls.clone(),
@@ -264,55 +263,102 @@ fn measure_model(
     let (rates, reference) = match &p.rates {
         Some(r) => (r.clone(), None),
         None => {
-            for spec in lab.servers.clone() {
-                progress.step(
-                    &format!(
-                        "{}: capacity of {} (closed loop, {} clients)",
-                        emu.name, spec.label, p.connections
-                    ),
-                    p.per_cell(p.capacity_s),
-                );
-                let cell = diskrun::run_one(lab, emu, &spec, &root, &probe, &load, "cap");
-                note(progress, &cell);
-                rows.push(Row { round: 0, phase: Phase::Capacity, rate: None, cell });
-            }
-            let (name, cap) = reference(&lab.servers, &rows).ok_or_else(|| {
-                format!(
-                    "{}: no server's capacity could be measured (see the logs in the run folder)",
-                    emu.name
-                )
-            })?;
-            let rates = standing::spread_rates(cap, p.rate_count);
-            progress.note(&format!(
-                "{}: rates {rates:?} req/s (40-90 % of {name}'s capacity, {cap:.0} req/s)",
-                emu.name
-            ));
+            let (rates, name, cap) = sweep.capacities(progress, &load, &mut rows)?;
             (rates, Some((name, cap)))
         }
     };
     load.duration_s = p.duration_s;
-    for round in 0..p.rounds {
-        for &rate in &rates {
-            load.rate = Some(rate);
-            for spec in lab.order(round) {
-                progress.step(
-                    &format!(
-                        "{}: round {}/{}: {} at {rate} req/s",
-                        emu.name,
-                        round + 1,
-                        p.rounds,
-                        spec.label
-                    ),
-                    p.per_cell(p.duration_s),
-                );
-                let cell = diskrun::run_one(lab, emu, &spec, &root, &probe, &load, "lat");
-                note(progress, &cell);
-                rows.push(Row { round, phase: Phase::FixedRate, rate: Some(rate), cell });
+    sweep.fixed_rates(progress, &mut load, &rates, &mut rows);
+    if let (Some(window), Some(&top)) = (p.window_s, rates.iter().max_by(|a, b| a.total_cmp(b))) {
+        load.rate = Some(top);
+        sweep.windows(progress, &load, window, &mut rows);
+    }
+    Ok((rates, reference, rows))
+}
+
+/// One disk model's runs: its servers, parameters, workload and file set.
+struct Sweep<'a> {
+    lab: &'a Lab,
+    p: &'a Params,
+    w: &'a Workload,
+    emu: &'a DiskEmulation,
+    root: std::path::PathBuf,
+    probe: String,
+}
+
+impl Sweep<'_> {
+    /// Each server's capacity (closed loop); returns the rates to offer (40–90 % of the
+    /// reference server's capacity), that server and its capacity.
+    fn capacities(
+        &self,
+        progress: &mut Progress,
+        load: &Load,
+        rows: &mut Vec<Row>,
+    ) -> Result<(Vec<f64>, String, f64), String> {
+        let (lab, p, emu) = (self.lab, self.p, self.emu);
+        for spec in lab.servers.clone() {
+            progress.step(
+                &format!(
+                    "{}: capacity of {} (closed loop, {} clients)",
+                    emu.name, spec.label, p.connections
+                ),
+                p.per_cell(p.capacity_s),
+            );
+            let cell = diskrun::run_one(lab, emu, &spec, &self.root, &self.probe, load, "cap");
+            note(progress, &cell);
+            rows.push(Row { round: 0, phase: Phase::Capacity, rate: None, cell });
+        }
+        let (name, cap) = reference(&lab.servers, rows).ok_or_else(|| {
+            format!(
+                "{}: no server's capacity could be measured (see the logs in the run folder)",
+                emu.name
+            )
+        })?;
+        let rates = standing::spread_rates(cap, p.rate_count);
+        progress.note(&format!(
+            "{}: rates {rates:?} req/s (40-90 % of {name}'s capacity, {cap:.0} req/s)",
+            emu.name
+        ));
+        Ok((rates, name, cap))
+    }
+
+    /// Every round: each rate offered to each server (in the round's order).
+    fn fixed_rates(
+        &self,
+        progress: &mut Progress,
+        load: &mut Load,
+        rates: &[f64],
+        rows: &mut Vec<Row>,
+    ) {
+        let (lab, p, emu) = (self.lab, self.p, self.emu);
+        for round in 0..p.rounds {
+            for &rate in rates {
+                load.rate = Some(rate);
+                for spec in lab.order(round) {
+                    progress.step(
+                        &format!(
+                            "{}: round {}/{}: {} at {rate} req/s",
+                            emu.name,
+                            round + 1,
+                            p.rounds,
+                            spec.label
+                        ),
+                        p.per_cell(p.duration_s),
+                    );
+                    let cell =
+                        diskrun::run_one(lab, emu, &spec, &self.root, &self.probe, load, "lat");
+                    note(progress, &cell);
+                    rows.push(Row { round, phase: Phase::FixedRate, rate: Some(rate), cell });
+                }
             }
         }
     }
-    if let (Some(window), Some(&top)) = (p.window_s, rates.iter().max_by(|a, b| a.total_cmp(b))) {
-        load.rate = Some(top);
+
+    /// Every round: each server from a cold start at `load`'s rate, measured in windows of
+    /// `window` seconds.
+    fn windows(&self, progress: &mut Progress, load: &Load, window: f64, rows: &mut Vec<Row>) {
+        let (lab, p, emu) = (self.lab, self.p, self.emu);
+        let top = load.rate.unwrap_or_default();
         let total = p.warmup_s + p.duration_s;
         for round in 0..p.rounds {
             for spec in lab.order(round) {
@@ -326,14 +372,21 @@ fn measure_model(
                     ),
                     total + 3.0,
                 );
-                let cell =
-                    diskrun::run_windows(lab, emu, &spec, &root, &load, &w.needs, window, total);
+                let cell = diskrun::run_windows(
+                    lab,
+                    emu,
+                    &spec,
+                    &self.root,
+                    load,
+                    &self.w.needs,
+                    window,
+                    total,
+                );
                 note(progress, &cell);
-                rows.push(Row { round, phase: Phase::Windows, rate: Some(top), cell });
+                rows.push(Row { round, phase: Phase::Windows, rate: load.rate, cell });
             }
         }
     }
-    Ok((rates, reference, rows))
 }
 
 /// The server whose capacity sets the rates: the best peer's, else the best other than

@@ -159,54 +159,43 @@ fn top_rate(run: &ModelRun) -> Option<f64> {
     run.rates.iter().copied().max_by(|a, b| a.total_cmp(b))
 }
 
-/// The model's figures; returns their file names.
-fn figures(
-    lab: &mut Lab,
-    p: &Params,
-    run: &ModelRun,
-    labels: &[String],
-) -> Result<Vec<String>, String> {
-    let io = |e: std::io::Error| e.to_string();
-    let model = &run.emu.name;
-    let subtitle = format!(
-        "SPECweb99-like set ~{} MiB, {}; {} clients × {} requests/connection; {}",
-        (u64::from(p.dirs) * specweb::dir_bytes()) >> 20,
-        p.shape.describe(),
-        p.connections,
-        p.requests_per_conn,
-        run.emu.short()
-    );
-    let mut out = Vec::new();
-    let stats: [(&str, &str, Stat); 3] = [
-        ("p50", "median", |m| m.latency.p50),
-        ("p95", "95th percentile", |m| m.latency.p95),
-        ("mean", "mean", |m| m.latency.mean),
-    ];
-    for (short, long, f) in stats {
+/// The latency figures of one disk model: what they share.
+struct LatencyFigures<'a> {
+    p: &'a Params,
+    run: &'a ModelRun,
+    labels: &'a [String],
+    /// The workload, and the disk model's short description.
+    subtitle: &'a str,
+}
+
+impl LatencyFigures<'_> {
+    /// `long` latency against offered load: a line per server, medians over rounds.
+    fn vs_rate(&self, long: &str, f: Stat) -> Chart {
+        let (p, run, labels, subtitle) = (self.p, self.run, self.labels, self.subtitle);
+        let model = &run.emu.name;
         let mut series = Vec::new();
         for l in labels {
             let spreads: Vec<(f64, Spread)> =
                 run.rates.iter().map(|&r| (r, Spread::of(&values(run, l, r, f)))).collect();
             series.push(with_spread(l, &spreads));
         }
-        let chart = Chart {
+        Chart {
             title: format!("Disk-bound workload on {model}: {long} latency vs offered load"),
-            subtitle: subtitle.clone(),
+            subtitle: subtitle.to_string(),
             x_label: "offered load (requests/s)".into(),
             y_label: format!("{long} response time (ms, log scale)"),
             x_scale: Scale::Span,
             y_scale: Scale::Log,
             plot: Plot::Lines(series),
             note: whiskers_note(p.rounds, "rate"),
-        };
-        out.push(
-            lab.run.write_chart(&format!("latency-vs-rate-{short}-{model}"), &chart).map_err(io)?,
-        );
+        }
     }
-    if let Some(top) = top_rate(run) {
-        out.extend(top_rate_figures(lab, run, labels, (top, p.rounds), &subtitle)?);
-    }
-    for (short, long, f) in [("p95", "95th percentile", stats[1].2), ("mean", "mean", stats[2].2)] {
+
+    /// `long` latency over time from a cold start, window by window; `None` when no server ran
+    /// the windows.
+    fn over_time(&self, long: &str, f: Stat) -> Option<Chart> {
+        let (p, run, labels, subtitle) = (self.p, self.run, self.labels, self.subtitle);
+        let model = &run.emu.name;
         let mut series = Vec::new();
         for l in labels {
             let Some(first) = window_cells(run, l).first().copied() else { continue };
@@ -216,9 +205,9 @@ fn figures(
             series.push(with_spread(l, &spreads));
         }
         if series.is_empty() {
-            continue;
+            return None;
         }
-        let chart = Chart {
+        Some(Chart {
             title: format!(
                 "Disk-bound workload on {model}: {long} latency over time from a cold start"
             ),
@@ -237,12 +226,51 @@ fn figures(
             y_scale: Scale::Log,
             plot: Plot::Lines(series),
             note: whiskers_note(p.rounds, "window"),
-        };
+        })
+    }
+}
+
+/// The model's figures; returns their file names.
+fn figures(
+    lab: &mut Lab,
+    p: &Params,
+    run: &ModelRun,
+    labels: &[String],
+) -> Result<Vec<String>, String> {
+    let io = |e: std::io::Error| e.to_string();
+    let model = &run.emu.name;
+    let subtitle = format!(
+        "SPECweb99-like set ~{} MiB, {}; {} clients × {} requests/connection; {}",
+        (u64::from(p.dirs) * specweb::dir_bytes()) >> 20,
+        p.shape.describe(),
+        p.connections,
+        p.requests_per_conn,
+        run.emu.short()
+    );
+    let figures = LatencyFigures { p, run, labels, subtitle: &subtitle };
+    let mut out = Vec::new();
+    let stats: [(&str, &str, Stat); 3] = [
+        ("p50", "median", |m| m.latency.p50),
+        ("p95", "95th percentile", |m| m.latency.p95),
+        ("mean", "mean", |m| m.latency.mean),
+    ];
+    for (short, long, f) in stats {
+        let chart = figures.vs_rate(long, f);
         out.push(
-            lab.run
-                .write_chart(&format!("latency-over-time-{short}-{model}"), &chart)
-                .map_err(io)?,
+            lab.run.write_chart(&format!("latency-vs-rate-{short}-{model}"), &chart).map_err(io)?,
         );
+    }
+    if let Some(top) = top_rate(run) {
+        out.extend(top_rate_figures(lab, run, labels, (top, p.rounds), &subtitle)?);
+    }
+    for (short, long, f) in [("p95", "95th percentile", stats[1].2), ("mean", "mean", stats[2].2)] {
+        if let Some(chart) = figures.over_time(long, f) {
+            out.push(
+                lab.run
+                    .write_chart(&format!("latency-over-time-{short}-{model}"), &chart)
+                    .map_err(io)?,
+            );
+        }
     }
     Ok(out)
 }

@@ -301,7 +301,7 @@ fn load(
     sig: Option<rustix::process::Signal>,
     seed: u64,
 ) {
-    let pgid = server.pid();
+    let pgid = server.pgid();
     let abandon = AtomicBool::new(false);
     let sh = Shared {
         port: server.port,
@@ -382,7 +382,7 @@ fn watch(
     handles: &[std::thread::ScopedJoinHandle<'_, ()>],
 ) {
     let k = sh.knobs;
-    let pgid = server.pid();
+    let pgid = server.pgid();
     let mut next_sample = k.sample_every_s;
     // Signals halfway through each period: a run of one period still gets one.
     let mut next_signal =
@@ -408,11 +408,8 @@ fn watch(
         if stopped_at.is_none() && t >= next_signal {
             next_signal += k.signal_every_s;
             if let Some(sig) = sig
-                && rustix::process::kill_process(
-                    rustix::process::Pid::from_raw(pgid).expect("a pid"),
-                    sig,
-                )
-                .is_ok()
+                && let Some(pid) = i32::try_from(pgid).ok().and_then(rustix::process::Pid::from_raw)
+                && rustix::process::kill_process(pid, sig).is_ok()
             {
                 out.signals.sent += 1;
             }

@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::fs;
 
+use crate::experiments::outside_profile::group_pids;
+
 /// One look at a server.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Sample {
@@ -21,10 +23,10 @@ pub struct Sample {
 }
 
 /// Samples process group `pgid` at `t_s`; `None` if no process of it is left.
-pub fn sample(pgid: i32, t_s: f64) -> Option<Sample> {
+pub fn sample(pgid: u32, t_s: f64) -> Option<Sample> {
     let page_kb = (rustix::param::page_size() / 1024) as u64;
     let mut s = Sample { t_s, ..Sample::default() };
-    for pid in group(pgid) {
+    for pid in group_pids(pgid) {
         let statm = fs::read_to_string(format!("/proc/{pid}/statm")).unwrap_or_default();
         let resident: u64 =
             statm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
@@ -38,10 +40,10 @@ pub fn sample(pgid: i32, t_s: f64) -> Option<Sample> {
 /// The open descriptors of process group `pgid` by kind: `connection` (a TCP socket not
 /// listening), `socket` (listening, Unix, …), `file`, `deleted file` (a file removed or
 /// renamed over and still held open), `pipe`, `anon` (epoll, eventfd, io_uring…) and `other`.
-pub fn fd_kinds(pgid: i32) -> BTreeMap<String, u64> {
+pub fn fd_kinds(pgid: u32) -> BTreeMap<String, u64> {
     let connections = tcp_connection_inodes();
     let mut kinds = BTreeMap::new();
-    for pid in group(pgid) {
+    for pid in group_pids(pgid) {
         let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
         for fd in dir.flatten() {
             let target =
@@ -90,25 +92,6 @@ fn tcp_connection_inodes() -> std::collections::HashSet<u64> {
     inodes
 }
 
-/// The processes of group `pgid`.
-fn group(pgid: i32) -> Vec<i32> {
-    let Ok(dir) = fs::read_dir("/proc") else { return Vec::new() };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
-        .filter(|pid| {
-            fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|stat| group_of(&stat) == Some(pgid))
-        })
-        .collect()
-}
-
-/// The process group in a /proc/PID/stat line (the fifth field; the second, the command,
-/// is in parentheses and may hold spaces).
-fn group_of(stat: &str) -> Option<i32> {
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(2)?.parse().ok()
-}
-
 /// Start, end, maximum of a quantity over the samples.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Span {
@@ -133,14 +116,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_the_group_of_a_stat_line() {
-        assert_eq!(group_of("42 (a b) c) S 1 77 77 0 -1"), Some(77));
-        assert_eq!(group_of("garbage"), None);
-    }
-
-    #[test]
     fn samples_this_process_group() {
-        let me = rustix::process::getpgrp().as_raw_nonzero().get();
+        let me = rustix::process::getpgrp().as_raw_nonzero().get() as u32;
         let s = sample(me, 1.5).expect("our own group");
         assert!(s.procs >= 1 && s.rss_kb > 0 && s.fds >= 3, "{s:?}");
         let kinds = fd_kinds(me);

@@ -70,8 +70,37 @@ fn kinds_text(m: &std::collections::BTreeMap<String, u64>) -> String {
 /// Judges one server's soak.
 pub fn verdict(r: &ServerSoak, k: &Knobs) -> Verdict {
     let t = &r.tally;
-    let mut problems = Vec::new();
+    let mut problems = request_problems(r);
     let mut notes = Vec::new();
+    descriptors_once_idle(r, k, &mut problems, &mut notes);
+    problems.extend(rss_growth(r));
+    if t.stale_answers > 0 {
+        notes.push(format!(
+            "{} stale answers (a state older than the request by up to {:.1} s beyond the {} s grace)",
+            count(t.stale_answers),
+            t.stale_max_s,
+            k.grace_s
+        ));
+    }
+    if r.latency_ms.1 > 5000.0 {
+        notes.push(format!(
+            "normal clients' small-file answers waited up to {:.1} s (p99): slow clients held the server",
+            r.latency_ms.1 / 1000.0
+        ));
+    }
+    if r.signals.signal.is_none() {
+        notes.push("no reload signal".into());
+    }
+    let pass = problems.is_empty();
+    let line = verdict_line(r, pass, &problems, &notes);
+    Verdict { pass, line, problems, notes }
+}
+
+/// What went wrong with the requests: the run's error, no right answer at all, failed
+/// outcomes and mismatched bytes.
+fn request_problems(r: &ServerSoak) -> Vec<String> {
+    let t = &r.tally;
+    let mut problems = Vec::new();
     if let Some(e) = &r.error {
         problems.push(e.clone());
     }
@@ -92,6 +121,16 @@ pub fn verdict(r: &ServerSoak, k: &Knobs) -> Verdict {
     if t.mismatched_bytes > 0 {
         problems.push(format!("{} body bytes in mismatched answers", count(t.mismatched_bytes)));
     }
+    problems
+}
+
+/// The descriptors a server still holds once idle, against those it held at the start.
+fn descriptors_once_idle(
+    r: &ServerSoak,
+    k: &Knobs,
+    problems: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) {
     // Once idle, a server may keep files open (a cache: at most one per path served, per
     // process) and spare pipes or other descriptors of its own (a reload's extra process has
     // its own Unix sockets), but no TCP connection.
@@ -125,34 +164,24 @@ pub fn verdict(r: &ServerSoak, k: &Knobs) -> Verdict {
             kind(end, "deleted file")
         ));
     }
-    if let (Some(q2), Some(q4)) = (mean_rss(r, 0.25, 0.5), mean_rss(r, 0.75, 1.01))
-        && q4 > 1.5 * q2
-        && q4 - q2 > 16.0 * 1024.0
-    {
-        problems.push(format!(
+}
+
+/// A problem if the RSS kept growing: the last quarter's mean well above the second's.
+fn rss_growth(r: &ServerSoak) -> Option<String> {
+    let (q2, q4) = (mean_rss(r, 0.25, 0.5)?, mean_rss(r, 0.75, 1.01)?);
+    (q4 > 1.5 * q2 && q4 - q2 > 16.0 * 1024.0).then(|| {
+        format!(
             "RSS still growing: {} MB in the second quarter, {} MB in the last",
             mb(q2 as u64),
             mb(q4 as u64)
-        ));
-    }
-    if t.stale_answers > 0 {
-        notes.push(format!(
-            "{} stale answers (a state older than the request by up to {:.1} s beyond the {} s grace)",
-            count(t.stale_answers),
-            t.stale_max_s,
-            k.grace_s
-        ));
-    }
-    if r.latency_ms.1 > 5000.0 {
-        notes.push(format!(
-            "normal clients' small-file answers waited up to {:.1} s (p99): slow clients held the server",
-            r.latency_ms.1 / 1000.0
-        ));
-    }
-    if r.signals.signal.is_none() {
-        notes.push("no reload signal".into());
-    }
-    let pass = problems.is_empty();
+        )
+    })
+}
+
+/// The verdict's line: PASS or FAIL, the requests, the bytes checked, RSS and descriptors,
+/// then the problems and notes.
+fn verdict_line(r: &ServerSoak, pass: bool, problems: &[String], notes: &[String]) -> String {
+    let t = &r.tally;
     let bytes = if t.mismatched_answers == 0 && t.bodies_checked > 0 {
         format!(
             "every byte of {} bodies ({} MiB) matched a version of its file",
@@ -184,7 +213,7 @@ pub fn verdict(r: &ServerSoak, k: &Knobs) -> Verdict {
     if !notes.is_empty() {
         line.push_str(&format!(" (notes: {})", notes.join("; ")));
     }
-    Verdict { pass, line, problems, notes }
+    line
 }
 
 /// Writes results.csv, samples.csv and the figures; returns the summary.
@@ -318,6 +347,7 @@ fn results_csv(results: &[ServerSoak]) -> String {
     csv.render()
 }
 
+/// summary.md: the workload, the verdicts, then a section per table.
 fn summary(
     lab: &Lab,
     k: &Knobs,
@@ -325,7 +355,40 @@ fn summary(
     notes: &[String],
     figures: &[String],
 ) -> String {
-    let workload = format!(
+    let workload = workload_sentence(k);
+    let mut s = lab.summary_head("Soak: reliability side by side", &workload);
+    for n in notes {
+        s.push_str(&format!("**Note**: {n}\n\n"));
+    }
+    s.push_str("## Verdicts\n\n");
+    for r in results {
+        s.push_str(&format!("- **{}**: {}\n", r.label, r.verdict.line));
+    }
+    s.push_str("\n## Requests by outcome\n\n");
+    s.push_str("ok: a right answer, every byte from a version of the file there during the request; stale: right for an earlier state of the file (a cache); expected error: an error status or a close where one is right (404 while a file was removed, a body cut short by a truncation, a malformed request refused, a slowloris head cut off); unexpected status, timeout, reset (closed before a whole answer) and mismatch (bytes or a length no version ever had) count against the server. Keep-alive retries are requests sent again because a kept-alive connection was closed before any byte of the answer (not failures).\n\n");
+    s.push_str(&outcome_table(results));
+    s.push_str("\n## Bytes, memory and descriptors\n\n");
+    s.push_str("RSS and descriptors are summed over the server's processes (its process group), sampled from /proc; start is right after the probe, end after the load and an idle pause.\n\n");
+    s.push_str(&bytes_table(results));
+    s.push_str("\n## Signals and file changes\n\n");
+    s.push_str(&signals_table(results));
+    s.push_str("\n## Malformed and oversize requests: what each server answered\n\n");
+    s.push_str("Each case was sent on a new connection, in turn; a cell gives the answers (a status, `close` for a close without an answer) and their share when a server answered a case in more than one way. ✗ marks an answer counted against the server (a 2xx to a request RFC 9110/9112 says to refuse, or a timeout).\n\n");
+    s.push_str(&malformed_table(results));
+    s.push_str("\n## What happened, by reason\n\n");
+    s.push_str(&reasons_section(results));
+    if !figures.is_empty() {
+        s.push_str("## Figures\n\n");
+        for f in figures {
+            s.push_str(&format!("![{f}]({f})\n\n"));
+        }
+    }
+    s
+}
+
+/// The workload sentence at the head of the summary: every knob of the soak.
+fn workload_sentence(k: &Knobs) -> String {
+    format!(
         "{} s per server, one server at a time, all at once on loopback: {} keep-alive clients (up to {} requests per connection) and {} `Connection: close` clients (GET 75 %, HEAD 10 %, Range 15 % of large and churn files; small files 60 %, large 10 %, churn 30 %), {} large-file clients, {} slow readers ({}–{} KB/s for {}–{} s with a 4 KiB receive buffer, then full speed), {} slowloris heads sent a byte every {} ms and {} that never end (cut off by the server, or a timeout at {} s), one client cycling through {} malformed and oversize requests; {} small files (up to {} KiB), large files of {} MiB, {} churn files of {}–{} KiB changed every {} ms (renamed over, truncated in place, or removed and re-created); a reload signal every {} s; RSS and descriptors sampled every {} s; a request with no byte for {} s is a timeout; an answer showing a file's state older than {} s before the request is stale",
         k.duration_s,
         k.keepalive_clients,
@@ -358,17 +421,11 @@ fn summary(
         k.sample_every_s,
         k.io_timeout_s,
         k.grace_s,
-    );
-    let mut s = lab.summary_head("Soak: reliability side by side", &workload);
-    for n in notes {
-        s.push_str(&format!("**Note**: {n}\n\n"));
-    }
-    s.push_str("## Verdicts\n\n");
-    for r in results {
-        s.push_str(&format!("- **{}**: {}\n", r.label, r.verdict.line));
-    }
-    s.push_str("\n## Requests by outcome\n\n");
-    s.push_str("ok: a right answer, every byte from a version of the file there during the request; stale: right for an earlier state of the file (a cache); expected error: an error status or a close where one is right (404 while a file was removed, a body cut short by a truncation, a malformed request refused, a slowloris head cut off); unexpected status, timeout, reset (closed before a whole answer) and mismatch (bytes or a length no version ever had) count against the server. Keep-alive retries are requests sent again because a kept-alive connection was closed before any byte of the answer (not failures).\n\n");
+    )
+}
+
+/// The requests of each server by outcome, with the rate and the keep-alive retries.
+fn outcome_table(results: &[ServerSoak]) -> String {
     let mut header = vec!["server", "requests", "req/s"];
     header.extend(Outcome::ALL.iter().map(|o| o.name()));
     header.push("keep-alive retries");
@@ -382,9 +439,11 @@ fn summary(
             row
         })
         .collect();
-    s.push_str(&table(&header, &rows));
-    s.push_str("\n## Bytes, memory and descriptors\n\n");
-    s.push_str("RSS and descriptors are summed over the server's processes (its process group), sampled from /proc; start is right after the probe, end after the load and an idle pause.\n\n");
+    table(&header, &rows)
+}
+
+/// What each server's bodies were checked against, its memory, descriptors and latency.
+fn bytes_table(results: &[ServerSoak]) -> String {
     let rows: Vec<Vec<String>> = results
         .iter()
         .map(|r| {
@@ -408,7 +467,7 @@ fn summary(
             ]
         })
         .collect();
-    s.push_str(&table(
+    table(
         &[
             "server",
             "bodies checked",
@@ -422,8 +481,11 @@ fn summary(
             "small-file ms p50 / p99",
         ],
         &rows,
-    ));
-    s.push_str("\n## Signals and file changes\n\n");
+    )
+}
+
+/// The reload signals sent to each server and the file changes made under it.
+fn signals_table(results: &[ServerSoak]) -> String {
     let rows: Vec<Vec<String>> = results
         .iter()
         .map(|r| {
@@ -439,12 +501,11 @@ fn summary(
             ]
         })
         .collect();
-    s.push_str(&table(
-        &["server", "signal", "sent", "what it does", "renamed / truncated / re-created"],
-        &rows,
-    ));
-    s.push_str("\n## Malformed and oversize requests: what each server answered\n\n");
-    s.push_str("Each case was sent on a new connection, in turn; a cell gives the answers (a status, `close` for a close without an answer) and their share when a server answered a case in more than one way. ✗ marks an answer counted against the server (a 2xx to a request RFC 9110/9112 says to refuse, or a timeout).\n\n");
+    table(&["server", "signal", "sent", "what it does", "renamed / truncated / re-created"], &rows)
+}
+
+/// A row per malformed or oversize case: what each server answered.
+fn malformed_table(results: &[ServerSoak]) -> String {
     let mut header = vec!["case", "rule"];
     header.extend(results.iter().map(|r| r.label.as_str()));
     let rows: Vec<Vec<String>> = super::malformed::CASES
@@ -458,8 +519,12 @@ fn summary(
             row
         })
         .collect();
-    s.push_str(&table(&header, &rows));
-    s.push_str("\n## What happened, by reason\n\n");
+    table(&header, &rows)
+}
+
+/// Per server: what happened by reason, and its first failures.
+fn reasons_section(results: &[ServerSoak]) -> String {
+    let mut s = String::new();
     for r in results {
         s.push_str(&format!("**{}**\n\n", r.label));
         for (reason, n) in &r.tally.reasons {
@@ -475,12 +540,6 @@ fn summary(
             s.push_str(&format!("\n{} endless slowloris connection(s) were still open when the soak ended (not counted).\n", r.tally.open_at_end));
         }
         s.push('\n');
-    }
-    if !figures.is_empty() {
-        s.push_str("## Figures\n\n");
-        for f in figures {
-            s.push_str(&format!("![{f}]({f})\n\n"));
-        }
     }
     s
 }

@@ -12,7 +12,7 @@ use amped_workload::rng::SplitMix64;
 
 use super::Knobs;
 use super::client::{Conn, Cut, Head, Pace, connect};
-use super::content::{Answer, Asked, BodyCheck, Judgement, Outcome, judge};
+use super::content::{Answer, Asked, BodyCheck, History, Judgement, Outcome, judge};
 use super::files::{FileSet, Kind};
 use super::malformed::{CASES, Rule};
 use super::tally::Tally;
@@ -115,24 +115,8 @@ fn receive(
         Ok(h) => h,
         Err(Cut::Quit) => return Next::Drop,
         Err(Cut::Closed | Cut::Reset(_)) if conn.answers > 0 => return Next::Retry,
-        Err(cut @ (Cut::Closed | Cut::Reset(_))) => {
-            // Closed before answering: right if the file shrank under the request (a server
-            // that finds it short before sending anything may close).
-            let (a, b) = (start - sh.knobs.grace_s, sh.t());
-            let j = if sh.files.history(req.file).truncated_during(a, b) {
-                Judgement {
-                    outcome: Outcome::ExpectedError,
-                    reason: "closed before answering: the file was truncated under it",
-                    stale_s: None,
-                }
-            } else {
-                cut_judgement(&cut, "no answer")
-            };
-            sh.record(client, &j, 0, &what);
-            return Next::Drop;
-        }
         Err(cut) => {
-            sh.record(client, &cut_judgement(&cut, "no answer"), 0, &what);
+            no_answer(sh, client, req, start, &cut, &what);
             return Next::Drop;
         }
     };
@@ -180,35 +164,71 @@ fn receive(
         }
         let mut said = format!("{what} → {}", head.status);
         if j.outcome == Outcome::Mismatch {
-            let lost = check.longest_lost.map_or(String::new(), |(seed, n)| {
-                let v = history
-                    .versions
-                    .iter()
-                    .filter(|v| v.seed == seed)
-                    .map(|v| {
-                        format!(
-                            "{}@{:.3}-{}",
-                            v.len,
-                            v.born,
-                            v.died.map_or("now".into(), |d| format!("{d:.3}"))
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join(",");
-                format!("; longest match {n} bytes with a version of length(s) {v}")
-            });
-            said.push_str(&format!(
-                " [Content-Length {:?}, Content-Range {:?}, {} bytes received{}, asked at {start:.3}, head at {head_at:.3}{lost}; history {}]",
-                head.content_length,
-                head.content_range,
-                check.received,
-                if complete { "" } else { ", cut short" },
-                history.versions.iter().map(|v| format!("{:x}:{}@{:.3}", v.seed & 0xffff, v.len, v.born)).collect::<Vec<_>>().join(" "),
-            ));
+            said.push_str(&mismatch_detail(&head, &check, &history, complete, start, head_at));
         }
         t.record(client, &j, check.received, &said, end);
     }
     if complete && !head.close && !req.close { Next::KeepGoing } else { Next::Drop }
+}
+
+/// Records a request that got no head: closed before answering is right if the file shrank
+/// under the request (a server that finds it short before sending anything may close).
+fn no_answer(sh: &Shared<'_>, client: &str, req: Req, start: f64, cut: &Cut, what: &str) {
+    let j = match cut {
+        Cut::Closed | Cut::Reset(_)
+            if sh.files.history(req.file).truncated_during(start - sh.knobs.grace_s, sh.t()) =>
+        {
+            Judgement {
+                outcome: Outcome::ExpectedError,
+                reason: "closed before answering: the file was truncated under it",
+                stale_s: None,
+            }
+        }
+        _ => cut_judgement(cut, "no answer"),
+    };
+    sh.record(client, &j, 0, what);
+}
+
+/// What a mismatched answer looked like, for its example line: its framing, the bytes
+/// received, the longest run that matched a version, and the file's history.
+fn mismatch_detail(
+    head: &Head,
+    check: &BodyCheck,
+    history: &History,
+    complete: bool,
+    start: f64,
+    head_at: f64,
+) -> String {
+    let lost = check.longest_lost.map_or(String::new(), |(seed, n)| {
+        let v = history
+            .versions
+            .iter()
+            .filter(|v| v.seed == seed)
+            .map(|v| {
+                format!(
+                    "{}@{:.3}-{}",
+                    v.len,
+                    v.born,
+                    v.died.map_or("now".into(), |d| format!("{d:.3}"))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        format!("; longest match {n} bytes with a version of length(s) {v}")
+    });
+    format!(
+        " [Content-Length {:?}, Content-Range {:?}, {} bytes received{}, asked at {start:.3}, head at {head_at:.3}{lost}; history {}]",
+        head.content_length,
+        head.content_range,
+        check.received,
+        if complete { "" } else { ", cut short" },
+        history
+            .versions
+            .iter()
+            .map(|v| format!("{:x}:{}@{:.3}", v.seed & 0xffff, v.len, v.born))
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
 /// The judgement of an answer that never came whole.
