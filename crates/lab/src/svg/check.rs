@@ -17,9 +17,18 @@ pub fn check_figure(svg: &str) -> Result<Vec<String>, String> {
     let class = |n: &roxmltree::Node, c: &str| n.attribute("class") == Some(c);
     let mut names = Vec::new();
     let mut colors: Vec<&str> = Vec::new();
+    let mut seen: Vec<(&str, &str)> = Vec::new();
     for g in doc.descendants().filter(|n| class(n, "series")) {
         let name = g.attribute("data-series").unwrap_or_default();
         let color = g.attribute("data-color").unwrap_or_default();
+        // A bar chart drawn in panels has a group per series in each panel: the same series.
+        match seen.iter().find(|(n, _)| *n == name) {
+            Some((_, c)) if *c == color => continue,
+            Some((_, c)) => {
+                return Err(format!("series {name:?} changes colour from {c} to {color}"));
+            }
+            None => seen.push((name, color)),
+        }
         if colors.contains(&color) {
             return Err(format!("series {name:?} repeats colour {color}"));
         }

@@ -622,6 +622,8 @@ mod tests {
         c.y_scale = Scale::Linear;
         let svg = c.render();
         assert_eq!(svg.matches(r#"fill="none" stroke="black""#).count(), 2, "two panels");
+        // Each series is drawn once per panel, in its one colour: a reviewer's check passes.
+        assert_eq!(check_figure(&svg).unwrap(), ["amped", "sped"]);
         c.plot = Plot::Bars {
             categories: vec!["owlnet".into(), "cs".into()],
             series: vec![bars("amped", &[900.0, 400.0])],
