@@ -353,11 +353,15 @@ fn parse_blkio_ticks(text: &[u8]) -> Option<u64> {
     rest.split_ascii_whitespace().nth(42 - 3)?.parse().ok()
 }
 
+/// The length of a clock tick (`_SC_CLK_TCK`), ns. Asked of libc, not of rustix, which reads
+/// the auxiliary vector's ELF headers itself: that faults under valgrind (which callgrind, in
+/// bench/scripts/debox_callgrind.sh, cannot survive) once delay accounting is on.
 fn tick_ns() -> u64 {
     static NS: OnceLock<u64> = OnceLock::new();
     *NS.get_or_init(|| {
-        let hz = rustix::param::clock_ticks_per_second().max(1);
-        1_000_000_000 / hz
+        // SAFETY: sysconf only reads a configuration value; it has no memory arguments.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        1_000_000_000 / u64::try_from(hz).unwrap_or(100).max(1)
     })
 }
 
