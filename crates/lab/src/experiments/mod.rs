@@ -310,6 +310,15 @@ fn delay_accounting_for(profile: bool) -> Option<bool> {
     }
 }
 
+/// How [`Lab::finish`]'s note on delay accounting begins.
+const DELAY_NOTE: &str = "kernel.task_delayacct was on for this run";
+
+/// Whether a note of setup.json is one [`Lab::finish`] adds (figures, delay accounting), not the
+/// experiment's own: `amplab report` leaves those out of a rebuilt summary, as the run did.
+pub fn is_finish_note(note: &str) -> bool {
+    note.starts_with("figures:") || note.starts_with(DELAY_NOTE)
+}
+
 /// Lets go of delay accounting at a run's end; says what became of it, for setup.json.
 fn release_delay_accounting() -> String {
     let released = Holder::this_process().map(|me| DelayAcct::system().release(me));
@@ -320,9 +329,7 @@ fn release_delay_accounting() -> String {
         }
         _ => "could not be released at its end",
     };
-    format!(
-        "kernel.task_delayacct was on for this run (block-I/O delay per thread), held through /run/amplab-delayacct; {what}"
-    )
+    format!("{DELAY_NOTE} (block-I/O delay per thread), held through /run/amplab-delayacct; {what}")
 }
 
 /// The server launcher of a run: scratch in `tmp/`, logs in `logs/`, configs in `configs/`.
