@@ -183,8 +183,8 @@ pub struct Sample<'a> {
     pub call: Call,
     /// The amped source line that made it.
     pub site: &'static Location<'static>,
-    /// Wall time from entry to return.
-    pub wall: Duration,
+    /// Wall time from entry to return, ns.
+    pub wall_ns: u64,
     /// The usage it took, for probed calls.
     pub usage: Option<Usage>,
     /// The errno it failed with, if it failed.
@@ -194,11 +194,16 @@ pub struct Sample<'a> {
 }
 
 impl Sample<'_> {
+    /// Wall time from entry to return.
+    pub fn wall(&self) -> Duration {
+        Duration::from_nanos(self.wall_ns)
+    }
+
     /// Time the call spent asleep (neither on a CPU nor waiting for one), for probed calls.
     pub fn slept(&self) -> Option<Duration> {
         self.usage.map(|u| {
             let busy = u.cpu_ns.saturating_add(u.run_delay_ns);
-            Duration::from_nanos((self.wall.as_nanos() as u64).saturating_sub(busy))
+            Duration::from_nanos(self.wall_ns.saturating_sub(busy))
         })
     }
 
@@ -253,6 +258,8 @@ pub fn around<R: Outcome>(call: Call, about: About<'_>, f: impl FnOnce() -> R) -
     measured(call, about, Location::caller(), f)
 }
 
+/// A call that cannot wait for the disk: timed only. Kept lean, as it runs for every socket
+/// call of a busy loop; calls that may wait for the disk go to [`probed`].
 #[cold]
 #[inline(never)]
 fn measured<R: Outcome>(
@@ -261,16 +268,38 @@ fn measured<R: Outcome>(
     site: &'static Location<'static>,
     f: impl FnOnce() -> R,
 ) -> R {
-    let probe = call.may_sleep_on_disk();
-    let before = probe.then(thread_usage);
+    if call.may_sleep_on_disk() {
+        return probed(call, about, site, f);
+    }
     let t0 = monotonic_ns();
     let r = f();
-    let wall = Duration::from_nanos(monotonic_ns().saturating_sub(t0));
-    let usage = before.map(|b| b.delta(&thread_usage()));
-    if let Some(sink) = SINK.get() {
-        sink(&Sample { call, site, wall, usage, errno: r.errno(), about });
-    }
+    let wall_ns = monotonic_ns().saturating_sub(t0);
+    deliver(&Sample { call, site, wall_ns, usage: None, errno: r.errno(), about });
     r
+}
+
+/// A call that may wait for the disk: timed, and the thread's usage read around it.
+#[inline(never)]
+fn probed<R: Outcome>(
+    call: Call,
+    about: About<'_>,
+    site: &'static Location<'static>,
+    f: impl FnOnce() -> R,
+) -> R {
+    let before = thread_usage();
+    let t0 = monotonic_ns();
+    let r = f();
+    let wall_ns = monotonic_ns().saturating_sub(t0);
+    let usage = Some(before.delta(&thread_usage()));
+    deliver(&Sample { call, site, wall_ns, usage, errno: r.errno(), about });
+    r
+}
+
+#[inline]
+fn deliver(s: &Sample<'_>) {
+    if let Some(sink) = SINK.get() {
+        sink(s);
+    }
 }
 
 /// The monotonic clock in ns (vDSO, no syscall): cheaper than `Instant` arithmetic, which
@@ -308,6 +337,7 @@ pub fn delay_accounting() -> bool {
 /// The calling thread's usage now: context switches and faults from `getrusage(RUSAGE_THREAD)`,
 /// CPU and run-queue time from schedstat, block-I/O delay if delay accounting is on. Costs
 /// one syscall and one or two `pread`s of procfs.
+#[inline(never)]
 pub fn thread_usage() -> Usage {
     // SAFETY: an all-zero `rusage` is a valid value of the plain C struct.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -353,11 +383,15 @@ fn parse_blkio_ticks(text: &[u8]) -> Option<u64> {
     rest.split_ascii_whitespace().nth(42 - 3)?.parse().ok()
 }
 
+/// The length of a clock tick (`_SC_CLK_TCK`), ns. Asked of libc, not of rustix, which reads
+/// the auxiliary vector's ELF headers itself: that faults under valgrind (which callgrind, in
+/// bench/scripts/debox_callgrind.sh, cannot survive) once delay accounting is on.
 fn tick_ns() -> u64 {
     static NS: OnceLock<u64> = OnceLock::new();
     *NS.get_or_init(|| {
-        let hz = rustix::param::clock_ticks_per_second().max(1);
-        1_000_000_000 / hz
+        // SAFETY: sysconf only reads a configuration value; it has no memory arguments.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        1_000_000_000 / u64::try_from(hz).unwrap_or(100).max(1)
     })
 }
 

@@ -4,6 +4,7 @@
 pub mod all;
 pub mod capacity;
 pub mod debox_probe;
+pub mod delay_acct;
 pub mod disk_bound;
 pub mod diskrun;
 pub mod linux_comparison;
@@ -29,6 +30,7 @@ use crate::report::RunDir;
 use crate::report::setup::Setup;
 use crate::servers::{self, Launcher, RunningServer, ServerSpec};
 use crate::tools::Binaries;
+use delay_acct::{DelayAcct, Holder};
 
 /// One experiment run in progress.
 pub struct Lab {
@@ -53,8 +55,9 @@ pub struct Lab {
     pub profile: bool,
     /// The `perf trace` slice's length, s.
     pub profile_slice_s: f64,
-    /// Block-I/O delay accounting: `Some(true)` if this run turned `kernel.task_delayacct` on
-    /// (and turns it off at the end), `Some(false)` if it was on already, `None` if it is off.
+    /// Block-I/O delay accounting: `Some(true)` if this run holds `kernel.task_delayacct` on
+    /// (released at the end: off again when the last amplab run holding it ends, unless it was
+    /// on before the first), `Some(false)` if it is on but not held, `None` if it is off.
     pub delay_accounting: Option<bool>,
 }
 
@@ -234,10 +237,7 @@ impl Lab {
     ) -> Result<PathBuf, String> {
         let mut summary = summary.to_string();
         if self.delay_accounting == Some(true) {
-            outside_profile::restore_delay_accounting();
-            notes.push(
-                "kernel.task_delayacct was turned on for this run (block-I/O delay per thread) and off again at its end".into(),
-            );
+            notes.push(release_delay_accounting());
         }
         if let Some(why) = &self.run.png_missing {
             notes.push(format!("figures: {why}"));
@@ -289,17 +289,47 @@ impl Lab {
     }
 }
 
-/// Turns block-I/O delay accounting on for a profiled run where it is off and amplab may
-/// (root); see [`Lab::delay_accounting`].
+/// Holds block-I/O delay accounting on for a profiled run, turning it on where it is off and
+/// amplab may (root): `Some(true)` if this run holds it (shared with other amplab runs through
+/// [`delay_acct`]), `Some(false)` if it is on but could not be held, `None` if it is off.
 fn delay_accounting_for(profile: bool) -> Option<bool> {
     if !profile {
         return None;
     }
-    if outside_profile::enable_delay_accounting() {
-        eprintln!("[amplab] kernel.task_delayacct turned on for this run (off again at its end)");
-        return Some(true);
+    let held = Holder::this_process().map(|me| DelayAcct::system().acquire(me));
+    match held {
+        Some(Ok(turned_on)) => {
+            if turned_on {
+                eprintln!(
+                    "[amplab] kernel.task_delayacct turned on for this run (off again when the last amplab run holding it ends)"
+                );
+            }
+            Some(true)
+        }
+        _ => outside_profile::delay_accounting().then_some(false),
     }
-    outside_profile::delay_accounting().then_some(false)
+}
+
+/// How [`Lab::finish`]'s note on delay accounting begins.
+const DELAY_NOTE: &str = "kernel.task_delayacct was on for this run";
+
+/// Whether a note of setup.json is one [`Lab::finish`] adds (figures, delay accounting), not the
+/// experiment's own: `amplab report` leaves those out of a rebuilt summary, as the run did.
+pub fn is_finish_note(note: &str) -> bool {
+    note.starts_with("figures:") || note.starts_with(DELAY_NOTE)
+}
+
+/// Lets go of delay accounting at a run's end; says what became of it, for setup.json.
+fn release_delay_accounting() -> String {
+    let released = Holder::this_process().map(|me| DelayAcct::system().release(me));
+    let what = match released {
+        Some(Ok(true)) => "turned off at its end",
+        Some(Ok(false)) => {
+            "left on at its end (another amplab run still holds it, or it was on before)"
+        }
+        _ => "could not be released at its end",
+    };
+    format!("{DELAY_NOTE} (block-I/O delay per thread), held through /run/amplab-delayacct; {what}")
 }
 
 /// The server launcher of a run: scratch in `tmp/`, logs in `logs/`, configs in `configs/`.

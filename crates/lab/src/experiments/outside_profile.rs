@@ -256,20 +256,6 @@ pub fn delay_accounting() -> bool {
     std::fs::read_to_string("/proc/sys/kernel/task_delayacct").is_ok_and(|v| v.trim() == "1")
 }
 
-/// Turns `kernel.task_delayacct` on if it is off and this process may; returns whether it
-/// was turned on here (to be turned off again by [`restore_delay_accounting`]).
-pub fn enable_delay_accounting() -> bool {
-    if delay_accounting() {
-        return false;
-    }
-    std::fs::write("/proc/sys/kernel/task_delayacct", "1").is_ok() && delay_accounting()
-}
-
-/// Turns delay accounting off again (after [`enable_delay_accounting`] turned it on).
-pub fn restore_delay_accounting() {
-    let _ = std::fs::write("/proc/sys/kernel/task_delayacct", "0");
-}
-
 // ---------------------------------------------------------------------------------------------
 // perf trace
 

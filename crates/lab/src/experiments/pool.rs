@@ -372,7 +372,7 @@ pub fn rebuild(lab: &mut Lab, setup: &Value) -> Result<String, String> {
     let mut plan: Plan = super::rebuild::parameters(&setup["parameters"])?;
     plan.note = setup["notes"]
         .as_array()
-        .and_then(|n| n.iter().filter_map(Value::as_str).find(|n| !n.starts_with("figures:")))
+        .and_then(|n| n.iter().filter_map(Value::as_str).find(|n| !super::is_finish_note(n)))
         .map(str::to_string);
     let mut cells: Vec<Cell> = super::rebuild::results(&lab.run.path)?;
     for c in &mut cells {

@@ -77,7 +77,7 @@ fn sink(s: &Sample<'_>) {
     let role = ROLE.with(Cell::get);
     let stall = role == Role::Loop
         && !s.call.is_idle_wait()
-        && s.wall.as_nanos() as u64 >= STALL_NS.load(Ordering::Relaxed);
+        && s.wall_ns >= STALL_NS.load(Ordering::Relaxed);
     if stall {
         stalls::record(s);
     }

@@ -20,18 +20,19 @@ fn fields(e: &Entry) -> serde_json::Map<String, Value> {
     m.insert("total_us".into(), us(e.total_ns).into());
     m.insert("mean_us".into(), us(mean).into());
     m.insert("max_us".into(), us(e.max_ns).into());
-    if e.probed > 0 {
-        m.insert("probed".into(), e.probed.into());
-        m.insert("blocked".into(), e.blocked.into());
-        m.insert("slept_us".into(), us(e.slept_ns).into());
-        m.insert("max_slept_us".into(), us(e.max_slept_ns).into());
-        m.insert("vol_switches".into(), e.vol_switches.into());
-        m.insert("invol_switches".into(), e.invol_switches.into());
-        m.insert("major_faults".into(), e.major_faults.into());
-        m.insert("minor_faults".into(), e.minor_faults.into());
-        m.insert("run_delay_us".into(), us(e.run_delay_ns).into());
+    let p = &e.probe;
+    if p.probed > 0 {
+        m.insert("probed".into(), p.probed.into());
+        m.insert("blocked".into(), p.blocked.into());
+        m.insert("slept_us".into(), us(p.slept_ns).into());
+        m.insert("max_slept_us".into(), us(p.max_slept_ns).into());
+        m.insert("vol_switches".into(), p.vol_switches.into());
+        m.insert("invol_switches".into(), p.invol_switches.into());
+        m.insert("major_faults".into(), p.major_faults.into());
+        m.insert("minor_faults".into(), p.minor_faults.into());
+        m.insert("run_delay_us".into(), us(p.run_delay_ns).into());
         if delay_accounting() {
-            m.insert("blkio_us".into(), us(e.blkio_ns).into());
+            m.insert("blkio_us".into(), us(p.blkio_ns).into());
         }
     }
     if e.role == Role::Loop {

@@ -68,7 +68,7 @@ pub fn record(s: &Sample<'_>) {
             About::Fd(fd) => describe_fd(fd),
             About::Path(p) => p.display().to_string(),
         },
-        ms: s.wall.as_secs_f64() * 1e3,
+        ms: s.wall_ns as f64 / 1e6,
         disk_call: s.call.may_sleep_on_disk(),
         reason: reason(s),
     };
@@ -129,8 +129,7 @@ pub fn reason(s: &Sample<'_>) -> String {
         };
         return format!("slept {} time(s), {slept_ms:.2} ms ({what})", u.vol_switches);
     }
-    let wall = s.wall.as_nanos() as u64;
-    if u.run_delay_ns * 2 > wall {
+    if u.run_delay_ns * 2 > s.wall_ns {
         return format!("waited {:.2} ms for a CPU (run queue)", u.run_delay_ns as f64 / 1e6);
     }
     if u.invol_switches > 0 {
@@ -147,13 +146,12 @@ mod tests {
     use super::*;
     use amped_sys::debox::Usage;
     use std::panic::Location;
-    use std::time::Duration;
 
     fn sample(call: Call, usage: Option<Usage>, errno: Option<i32>) -> Sample<'static> {
         Sample {
             call,
             site: Location::caller(),
-            wall: Duration::from_millis(4),
+            wall_ns: 4_000_000,
             usage,
             errno,
             about: About::Nothing,

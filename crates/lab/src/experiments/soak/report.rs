@@ -576,7 +576,7 @@ pub fn rebuild(lab: &mut Lab, setup: &Value) -> Result<String, String> {
         .map(|n| {
             n.iter()
                 .filter_map(Value::as_str)
-                .filter(|n| !n.starts_with("figures:"))
+                .filter(|n| !crate::experiments::is_finish_note(n))
                 .map(str::to_string)
                 .collect()
         })
