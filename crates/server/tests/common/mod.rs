@@ -412,6 +412,9 @@ impl Conn {
                     String::from_utf8_lossy(&self.buf)
                 ),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                // A read with a timeout is not restarted after a signal handler ran (EINTR, seen
+                // once under pool in a full run): read again, as `closed_within` does.
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => panic!(
                     "reading response: {e}; got so far {:?}",
                     String::from_utf8_lossy(&self.buf)
