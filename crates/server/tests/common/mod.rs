@@ -500,6 +500,17 @@ pub fn req(method: &str, path: &str, extra_headers: &str) -> String {
     format!("{method} {path} HTTP/1.1\r\nHost: test\r\n{extra_headers}\r\n")
 }
 
+/// A new connection's `GET path` is refused by the per-client connection limit: 429 with
+/// `Retry-After: 1`, then the server closes it.
+pub fn assert_refused_over_connection_limit(s: &Server, path: &str) {
+    let mut over = s.conn();
+    over.send(req("GET", path, ""));
+    let r = over.response();
+    assert_eq!(r.status, 429, "{r:?}");
+    assert_eq!(r.header("retry-after"), Some("1"));
+    over.assert_closed(Duration::from_secs(3));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Response parsing
 

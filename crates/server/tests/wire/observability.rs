@@ -26,31 +26,16 @@ fn fill(root: &Path) {
     write(root, "a.txt", "AAAA");
 }
 
-/// Check `line` is `127.0.0.1 - - [dd/Mon/yyyy:HH:MM:SS +0000] REST` and return REST.
+/// Check `line` is `127.0.0.1 - - [dd/Mon/yyyy:HH:MM:SS +0000] REST` — a Common Log Format
+/// line by the lab's own parser (which replays such logs), in UTC — and return REST.
 fn clf_rest(line: &str) -> &str {
-    let rest = line
-        .strip_prefix("127.0.0.1 - - [")
-        .unwrap_or_else(|| panic!("bad log line start: {line:?}"));
-    let (stamp, rest) =
-        rest.split_at_checked(26).unwrap_or_else(|| panic!("short log line: {line:?}"));
-    let b = stamp.as_bytes();
-    let months =
-        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let digits = |r: std::ops::Range<usize>| r.into_iter().all(|i| b[i].is_ascii_digit());
-    let ok = digits(0..2)
-        && b[2] == b'/'
-        && months.contains(&&stamp[3..6])
-        && b[6] == b'/'
-        && digits(7..11)
-        && b[11] == b':'
-        && digits(12..14)
-        && b[14] == b':'
-        && digits(15..17)
-        && b[17] == b':'
-        && digits(18..20)
-        && &stamp[20..] == " +0000";
-    assert!(ok, "bad timestamp {stamp:?} in {line:?}");
-    rest.strip_prefix("] ").unwrap_or_else(|| panic!("bad log line: {line:?}"))
+    let entry = amped_workload::clf::parse_line(line)
+        .unwrap_or_else(|e| panic!("not a Common Log Format line ({e}): {line:?}"))
+        .unwrap_or_else(|| panic!("blank log line: {line:?}"));
+    assert_eq!(entry.host, "127.0.0.1", "{line:?}");
+    assert!(entry.date.ends_with(" +0000"), "timestamp not in UTC: {line:?}");
+    let rest = line.strip_prefix("127.0.0.1 - - [").unwrap_or_else(|| panic!("{line:?}"));
+    rest.split_once("] ").unwrap_or_else(|| panic!("bad log line: {line:?}")).1
 }
 
 /// Poll `lines()` for up to 3 s until it yields at least `n` lines.

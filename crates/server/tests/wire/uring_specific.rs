@@ -5,6 +5,7 @@
 //! graceful shutdown in the middle of downloads, and the one-line error when the kernel
 //! refuses io_uring. These tests name their architecture and do not go through `arch_tests!`.
 
+use crate::amped_helpers::evict;
 use crate::common::*;
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -18,32 +19,6 @@ const URING: [&str; 2] = ["--arch", "uring"];
 const STATS: &str = "/.amped/stats";
 const COLD_LEN: usize = 4 << 20;
 const BIG_LEN: usize = 20 << 20;
-
-/// fsync `path` and drop its pages from the page cache (posix_fadvise DONTNEED via python3).
-fn evict(path: &Path) {
-    let script = "import os,sys\n\
-                  fd=os.open(sys.argv[1],os.O_RDONLY)\n\
-                  os.fsync(fd)\n\
-                  os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)\n\
-                  os.close(fd)";
-    let status =
-        Command::new("python3").arg("-c").arg(script).arg(path).status().expect("run python3");
-    assert!(status.success(), "python3 fadvise failed");
-    let resident = Command::new("fincore")
-        .args(["--bytes", "--noheadings", "--output", "RES"])
-        .arg(path)
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse::<u64>().ok());
-    if let Some(resident) = resident {
-        let len = std::fs::metadata(path).unwrap().len();
-        assert!(
-            resident < len / 2,
-            "eviction did not work here: {resident} of {len} bytes resident"
-        );
-    }
-}
 
 fn fill(root: &Path) {
     write(root, "a.txt", "AAAA");
