@@ -242,20 +242,16 @@ fn charts(
         lab.run
             .write_chart(
                 "latency-cdf",
-                &Chart {
-                    title: format!(
+                &Chart::latency_cdf(
+                    format!(
                         "Linux comparison: response-time CDF on the largest set, {} (DeBox Fig 12){}",
                         scale_name(emu, p.last()),
                         if measured { "" } else { " — through 8 percentiles only" }
                     ),
-                    subtitle: workload.clone(),
-                    x_label: "response time (ms, log scale)".into(),
-                    y_label: "fraction of requests answered within".into(),
-                    x_scale: Scale::Log,
-                    y_scale: Scale::Linear,
-                    plot: Plot::Lines(cdf),
-                    note: cdf_note(measured).into(),
-                },
+                    workload.clone(),
+                    cdf,
+                    cdf_note(measured),
+                ),
             )
             .map_err(io)?,
     );
