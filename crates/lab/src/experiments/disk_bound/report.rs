@@ -12,7 +12,7 @@ use crate::experiments::{Lab, failures_section};
 use crate::load::Measurement;
 use crate::report::csv::{Csv, num};
 use crate::report::markdown::table;
-use crate::stats::{Spread, cdf_note, fmt, median, ratio, whiskers_note};
+use crate::stats::{Spread, cdf_note, fmt, median, ratio, spread, whiskers_note};
 use crate::svg::{Bars, Chart, Plot, Scale, Series};
 use crate::verdict::{Cmp, judge, ratios};
 
@@ -58,7 +58,7 @@ pub fn outputs(
     );
     let mut s = lab
         .summary_head("E4 disk-bound static workload (DeBox 2004, Table 7 and Fig 11)", &workload);
-    s.push_str("Per model: percentiles and mean (medians over rounds, min–max in brackets when there are several), **timeouts** (no answer within 30 s), **disk reads/s** and **MB read/s** while measured, **read amplification** (bytes read from the disk over the warm-up and the measurement ÷ bytes of the distinct files those requests asked for: 1.00 = every needed byte read once; FUSE models count the slow disk's own READ bytes, iops the blkio cgroup's io_service_bytes, which include metadata blocks and readahead), **disk busy %** (FUSE: the share of arm time serving requests; iops: reads/s ÷ the throttle).\n\n");
+    s.push_str("Per model: percentiles and mean (medians over rounds, min–max in brackets when there are several), **timeouts** (no answer within 30 s), **disk reads/s** and **MB read/s** while measured, **read amplification** (bytes read from the disk over the warm-up and the measurement ÷ bytes of the distinct files those requests asked for: 1.00 = every needed byte read once; FUSE models count the slow disk's own READ bytes, iops the blkio cgroup's io_service_bytes, which include metadata blocks and readahead), **page floor** (the least read amplification a server reading whole pages can reach on that run: the bytes its distinct files take rounded up to whole 4 KiB pages ÷ their bytes; small files put it above 1, and a read amplification near it is as good as reads of whole pages get), **disk busy %** (FUSE: the share of arm time serving requests; iops: reads/s ÷ the throttle).\n\n");
     s.push_str("Paper (Table 7, FreeBSD, 3.3 GB, 2300 req/s), ms 5% / median / 95% / mean: New Flash 0.37 / 0.79 / 7.45 / 7.56; New Flash 4p 0.38 / 0.82 / 7.51 / 7.72; Old Flash 3.36 / 37.59 / 326.40 / 92.37; Old Flash 4p 7.05 / 142.65 / 1924.42 / 420.85; Apache 150p 0.70 / 6.64 / 1599.50 / 360.62; Apache 300p 0.78 / 124.98 / 2201.63 / 545.93.\n\n");
     for run in runs {
         let figures = figures(lab, p, run, &labels)?;
@@ -133,18 +133,6 @@ fn med(run: &ModelRun, server: &str, rate: f64, f: Stat) -> f64 {
 fn med_cell(run: &ModelRun, server: &str, rate: f64, f: fn(&DiskCell) -> Option<f64>) -> f64 {
     let v: Vec<f64> = cells(run, server, rate).into_iter().filter_map(f).collect();
     median(&v)
-}
-
-/// `median` or `median (min–max)` when the rounds differ.
-fn spread(v: &[f64], decimals: usize) -> String {
-    let finite: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    let m = fmt(median(&finite), decimals);
-    if finite.len() < 2 {
-        return m;
-    }
-    let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{m} ({}–{})", fmt(lo, decimals), fmt(hi, decimals))
 }
 
 fn capacity(run: &ModelRun, server: &str) -> f64 {
@@ -582,6 +570,7 @@ fn rate_table(run: &ModelRun, labels: &[String], rate: f64, fuse: bool) -> Strin
                 fmt(c(DiskCell::disk_reads_per_s), 0),
                 fmt(c(DiskCell::disk_bytes_per_s) / 1e6, 2),
                 fmt(c(|c| c.read_amplification), 2),
+                fmt(c(|c| c.read_amplification_floor), 2),
                 if fuse || run.emu.read_iops.is_some() {
                     fmt(c(|c| c.measured_disk_busy) * 100.0, 0)
                 } else {
@@ -605,6 +594,7 @@ fn rate_table(run: &ModelRun, labels: &[String], rate: f64, fuse: bool) -> Strin
             "disk reads/s",
             "MB read/s",
             "read amplification",
+            "page floor",
             "disk busy %",
         ],
         &rows,
@@ -646,17 +636,21 @@ fn windows_part(run: &ModelRun, labels: &[String], peers: &[bool], p: &Params) -
         WindowSource::SeparateRuns => "was measured in consecutive windows, one ampload run each, back to back (each opening its connections anew; the times are as scheduled, results.csv has when each really started and ended, a window whose answers came late ending late), the request stream continuing from one to the next".to_string(),
     };
     let mut s = format!(
-        "\n### Latency over time from a cold start ({} req/s)\n\nEach server started cold (the page cache dropped) and {how}; 95% / mean ms per window (medians over rounds, min–max in brackets when there are several), and over the whole run its read amplification:\n\n",
+        "\n### Latency over time from a cold start ({} req/s)\n\nEach server started cold (the page cache dropped) and {how}; 95% / mean ms per window (medians over rounds, min–max in brackets when there are several), and over the whole run its read amplification beside its page-rounded floor:\n\n",
         first.rate.unwrap_or(0.0)
     );
     let (mut body, claims) = window_rows(run, &servers, window_s);
-    let mut amp = vec!["read amplification".to_string()];
-    amp.extend(servers.iter().map(|(l, _)| {
-        let v: Vec<f64> =
-            window_cells(run, l).iter().filter_map(|c| c.read_amplification).collect();
-        spread(&v, 2)
-    }));
-    body.push(amp);
+    for (name, f) in [
+        ("read amplification", (|c: &DiskCell| c.read_amplification) as fn(&DiskCell) -> _),
+        ("page floor", |c| c.read_amplification_floor),
+    ] {
+        let mut row = vec![name.to_string()];
+        row.extend(servers.iter().map(|(l, _)| {
+            let v: Vec<f64> = window_cells(run, l).iter().filter_map(|c| f(c)).collect();
+            spread(&v, 2)
+        }));
+        body.push(row);
+    }
     let mut header = vec!["window (s)"];
     header.extend(servers.iter().map(|(l, _)| l.as_str()));
     s.push_str(&table(&header, &body));
