@@ -132,68 +132,7 @@ fn disk_bound_quick() {
     let rows = run.csv("results.csv");
     let setup = run.json("setup.json");
     for model in models.split(',') {
-        let mine: Vec<_> = rows.iter().filter(|r| r["model"] == model).collect();
-        let phases: Vec<(&str, &str)> =
-            mine.iter().map(|r| (r["phase"].as_str(), r["server"].as_str())).collect();
-        // Capacity of each, then a sweep of 2 rates, then 4 windows of 0.5 s per server.
-        let mut want = vec![("capacity", "amped"), ("capacity", "sped")];
-        want.extend([("fixed-rate", "amped"), ("fixed-rate", "sped")].repeat(2));
-        want.extend([("windows", "amped")].repeat(4));
-        want.extend([("windows", "sped")].repeat(4));
-        assert_eq!(phases, want, "{model}");
-        for r in &mine {
-            assert!(f(r, "rps") > 0.0 && f(r, "p50_ms") > 0.0 && f(r, "mean_ms") > 0.0, "{r:?}");
-        }
-        // The rates spread from 40 % to 90 % of the best other server's capacity.
-        let cap = mine
-            .iter()
-            .filter(|r| r["phase"] == "capacity" && r["server"] == "sped")
-            .map(|r| f(r, "rps"))
-            .next()
-            .unwrap();
-        let rates: Vec<f64> =
-            mine.iter().filter(|r| r["phase"] == "fixed-rate").map(|r| f(r, "rate")).collect();
-        assert_eq!(
-            rates,
-            vec![
-                (0.4 * cap).round(),
-                (0.4 * cap).round(),
-                (0.9 * cap).round(),
-                (0.9 * cap).round()
-            ]
-        );
-        // One ampload run: windows of 0.5 s back to back, with no gap, from just after the
-        // cold start; each holds the requests due in it.
-        let windows: Vec<_> =
-            mine.iter().filter(|r| r["phase"] == "windows" && r["server"] == "amped").collect();
-        let spans: Vec<(f64, f64)> =
-            windows.iter().map(|r| (f(r, "t_start_s"), f(r, "t_end_s"))).collect();
-        assert!(spans.windows(2).all(|w| (w[1].0 - w[0].1).abs() < 1e-6), "{spans:?}");
-        assert!(spans.iter().all(|(a, b)| (b - a - 0.5).abs() < 1e-6), "{spans:?}");
-        assert!(spans[0].0 >= 0.0 && spans[0].0 < 2.0, "{spans:?}");
-        let rate = f(windows[0], "rate");
-        for w in &windows {
-            assert!(f(w, "requests") + f(w, "errors") >= (rate * 0.5).floor() - 1.0, "{w:?}");
-            if model == "hdd" {
-                assert!(!w["disk_reads"].is_empty() && !w["disk_busy"].is_empty(), "{w:?}");
-            }
-        }
-        if model == "hdd" {
-            let reads: f64 = windows.iter().map(|w| f(w, "disk_reads")).sum();
-            assert!(reads > 0.0, "a cold start reads from the disk: {windows:?}");
-        }
-        for fig in ["latency-cdf", "latency-summary", "latency-vs-rate-p95", "latency-vs-rate-mean"]
-        {
-            assert_eq!(
-                run.svg_series(&format!("{fig}-{model}.svg")),
-                vec!["amped", "sped"],
-                "{fig}"
-            );
-        }
-        assert_eq!(
-            run.svg_series(&format!("latency-over-time-p95-{model}.svg")),
-            vec!["amped", "sped"]
-        );
+        check_model_cells(&run, model, &rows);
     }
     let summary = run.read("summary.md");
     for model in models.split(',') {
@@ -220,25 +159,89 @@ fn disk_bound_quick() {
     }
     let none = rows.iter().find(|r| r["model"] == "none").unwrap();
     assert_eq!(none["read_amplification"], "", "no disk counters without a slow disk");
-    // Every run's page-rounded floor, from its files alone: SPECweb99's sub-page files put it
-    // above 1. It stands beside the read amplification in each rate's table and under the
-    // windows, and in results.json.
-    for r in rows.iter().filter(|r| r["phase"] != "windows") {
-        let floor = f(r, "read_amplification_floor");
-        assert!(floor > 1.0 && floor < 4.0, "{r:?}");
-    }
-    assert!(summary.contains("| read amplification | page floor | disk busy % |"), "{summary}");
-    let floors: Vec<&str> = summary.lines().filter(|l| l.starts_with("| page floor |")).collect();
-    assert_eq!(floors.len(), models.split(',').count(), "one under each model's windows");
-    let mut json_floors = Vec::new();
-    values_of(&run.json("results.json"), "read_amplification_floor", &mut json_floors);
-    assert!(json_floors.iter().any(|v| v.as_f64().is_some_and(|v| v > 1.0)), "{json_floors:?}");
+    check_page_floors(&run, &rows, models.split(',').count());
     assert!(setup["parameters"]["rate"].as_f64().is_some_and(|r| r > 0.0));
     assert!(run.read("summary.md").contains("measured latency histogram"));
     // Both are amped architectures, so both were profiled while measured.
     let who = summary.split("## Who blocked where").nth(1).expect("a who-blocked-where section");
     assert!(who.contains("| amped |") && who.contains("| sped |"), "{who}");
     run.assert_report_rebuilds();
+}
+
+type CsvRow = std::collections::BTreeMap<String, String>;
+
+/// One model's cells of the disk-bound quick run: the phases in order, the rate sweep from the
+/// capacities, back-to-back windows, and the figures.
+fn check_model_cells(run: &common::Run, model: &str, rows: &[CsvRow]) {
+    let mine: Vec<_> = rows.iter().filter(|r| r["model"] == model).collect();
+    let phases: Vec<(&str, &str)> =
+        mine.iter().map(|r| (r["phase"].as_str(), r["server"].as_str())).collect();
+    // Capacity of each, then a sweep of 2 rates, then 4 windows of 0.5 s per server.
+    let mut want = vec![("capacity", "amped"), ("capacity", "sped")];
+    want.extend([("fixed-rate", "amped"), ("fixed-rate", "sped")].repeat(2));
+    want.extend([("windows", "amped")].repeat(4));
+    want.extend([("windows", "sped")].repeat(4));
+    assert_eq!(phases, want, "{model}");
+    for r in &mine {
+        assert!(f(r, "rps") > 0.0 && f(r, "p50_ms") > 0.0 && f(r, "mean_ms") > 0.0, "{r:?}");
+    }
+    // The rates spread from 40 % to 90 % of the best other server's capacity.
+    let cap = mine
+        .iter()
+        .filter(|r| r["phase"] == "capacity" && r["server"] == "sped")
+        .map(|r| f(r, "rps"))
+        .next()
+        .unwrap();
+    let rates: Vec<f64> =
+        mine.iter().filter(|r| r["phase"] == "fixed-rate").map(|r| f(r, "rate")).collect();
+    assert_eq!(
+        rates,
+        vec![(0.4 * cap).round(), (0.4 * cap).round(), (0.9 * cap).round(), (0.9 * cap).round()]
+    );
+    // One ampload run: windows of 0.5 s back to back, with no gap, from just after the
+    // cold start; each holds the requests due in it.
+    let windows: Vec<_> =
+        mine.iter().filter(|r| r["phase"] == "windows" && r["server"] == "amped").collect();
+    let spans: Vec<(f64, f64)> =
+        windows.iter().map(|r| (f(r, "t_start_s"), f(r, "t_end_s"))).collect();
+    assert!(spans.windows(2).all(|w| (w[1].0 - w[0].1).abs() < 1e-6), "{spans:?}");
+    assert!(spans.iter().all(|(a, b)| (b - a - 0.5).abs() < 1e-6), "{spans:?}");
+    assert!(spans[0].0 >= 0.0 && spans[0].0 < 2.0, "{spans:?}");
+    let rate = f(windows[0], "rate");
+    for w in &windows {
+        assert!(f(w, "requests") + f(w, "errors") >= (rate * 0.5).floor() - 1.0, "{w:?}");
+        if model == "hdd" {
+            assert!(!w["disk_reads"].is_empty() && !w["disk_busy"].is_empty(), "{w:?}");
+        }
+    }
+    if model == "hdd" {
+        let reads: f64 = windows.iter().map(|w| f(w, "disk_reads")).sum();
+        assert!(reads > 0.0, "a cold start reads from the disk: {windows:?}");
+    }
+    for fig in ["latency-cdf", "latency-summary", "latency-vs-rate-p95", "latency-vs-rate-mean"] {
+        assert_eq!(run.svg_series(&format!("{fig}-{model}.svg")), vec!["amped", "sped"], "{fig}");
+    }
+    assert_eq!(
+        run.svg_series(&format!("latency-over-time-p95-{model}.svg")),
+        vec!["amped", "sped"]
+    );
+}
+
+/// Every run's page-rounded floor, from its files alone: SPECweb99's sub-page files put it
+/// above 1. It stands beside the read amplification in each rate's table and under each of
+/// the `models` windows tables, and in results.json.
+fn check_page_floors(run: &common::Run, rows: &[CsvRow], models: usize) {
+    let summary = run.read("summary.md");
+    for r in rows.iter().filter(|r| r["phase"] != "windows") {
+        let floor = f(r, "read_amplification_floor");
+        assert!(floor > 1.0 && floor < 4.0, "{r:?}");
+    }
+    assert!(summary.contains("| read amplification | page floor | disk busy % |"), "{summary}");
+    let floors: Vec<&str> = summary.lines().filter(|l| l.starts_with("| page floor |")).collect();
+    assert_eq!(floors.len(), models, "one under each model's windows");
+    let mut json_floors = Vec::new();
+    values_of(&run.json("results.json"), "read_amplification_floor", &mut json_floors);
+    assert!(json_floors.iter().any(|v| v.as_f64().is_some_and(|v| v > 1.0)), "{json_floors:?}");
 }
 
 #[test]

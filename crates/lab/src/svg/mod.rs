@@ -122,6 +122,8 @@ struct Frame {
 /// One panel of a bar chart: where it is drawn and which categories it shows.
 struct BarPanel<'a> {
     frame: Frame,
+    /// The frame's width as computed (x1 − x0 may differ from it in the last bit).
+    width: f64,
     cats: &'a [usize],
     series: &'a [Bars],
     styles: &'a [Style],
@@ -313,7 +315,7 @@ impl Chart {
         for (gi, cats) in groups.iter().enumerate() {
             let x0 = f.x0 + gi as f64 * (panel_w + PANEL_GAP);
             let frame = Frame { x0, x1: x0 + panel_w, ..f };
-            let panel = BarPanel { frame, cats, series, styles, first: gi == 0 };
+            let panel = BarPanel { frame, width: panel_w, cats, series, styles, first: gi == 0 };
             self.render_bar_panel(svg, &panel, categories);
         }
     }
@@ -354,7 +356,7 @@ impl Chart {
         });
         let y = Axis::fit(values, self.y_scale);
         self.render_frame(svg, p.frame, None, &y, p.first);
-        let group_w = (p.frame.x1 - p.frame.x0) / p.cats.len().max(1) as f64;
+        let group_w = p.width / p.cats.len().max(1) as f64;
         let bar_w = group_w * 0.8 / p.series.len().max(1) as f64;
         for (k, &ci) in p.cats.iter().enumerate() {
             let _ = write!(
