@@ -146,6 +146,25 @@ fn blkio_cgroup_missing() -> bool {
     !Path::new(BLKIO_ROOT).join("blkio.throttle.read_iops_device").exists()
 }
 
+/// The method asked for, or the default here, and why (`fuse_missing`: why the FUSE disk
+/// cannot be had, if it cannot).
+fn wanted_method(w: &Wanted, root: bool, fuse_missing: Option<&str>) -> (Method, String) {
+    match w.method {
+        Some(m) => (m, format!("--disk-emulation {} was given", w.name)),
+        None if !w.cgroups => (Method::None, "--no-cgroups was given".to_string()),
+        None => match fuse_missing {
+            None => (
+                Method::Fuse,
+                "the default as root with /dev/fuse and the kernel's fuse file system".into(),
+            ),
+            Some(why) if root => {
+                (Method::Blkio, format!("the default here: no FUSE disk because {why}"))
+            }
+            Some(_) => (Method::None, "the default when not root".into()),
+        },
+    }
+}
+
 impl DiskEmulation {
     /// Settles the plan for data under `data_dir` and, for the FUSE disk, mounts `data_dir`
     /// at `/var/tmp/amplab-slowdisk-<pid>` (after clearing stale mounts of dead amplab runs).
@@ -155,20 +174,7 @@ impl DiskEmulation {
         let root = crate::machine::is_root();
         let device = disk_of(data_dir).unwrap_or_else(|e| format!("unknown ({e})"));
         let fuse_missing = slowdisk::unavailable();
-        let (mut method, mut method_reason) = match w.method {
-            Some(m) => (m, format!("--disk-emulation {} was given", w.name)),
-            None if !w.cgroups => (Method::None, "--no-cgroups was given".to_string()),
-            None => match &fuse_missing {
-                None => (
-                    Method::Fuse,
-                    "the default as root with /dev/fuse and the kernel's fuse file system".into(),
-                ),
-                Some(why) if root => {
-                    (Method::Blkio, format!("the default here: no FUSE disk because {why}"))
-                }
-                Some(_) => (Method::None, "the default when not root".into()),
-            },
-        };
+        let (mut method, mut method_reason) = wanted_method(w, root, fuse_missing.as_deref());
         if method == Method::Fuse
             && let Some(why) = &fuse_missing
         {
@@ -188,31 +194,49 @@ impl DiskEmulation {
             mount: None,
             data_dir: data_dir.to_path_buf(),
         };
-        if method == Method::Fuse {
-            for stale in slowdisk::mounts::clear_dead_runs() {
-                eprintln!(
-                    "[amplab] unmounted the stale slow disk {} of a dead amplab run",
-                    stale.display()
-                );
+        if method == Method::Fuse
+            && let Err(e) = emu.mount_fuse(w)
+        {
+            if w.method.is_some() {
+                return Err(format!("--disk-emulation {}: {e}", w.name));
             }
-            let at = slowdisk::mounts::run_mount_point(std::process::id());
-            match Mounted::mount(data_dir, &at, &w.slowdisk) {
-                Ok(m) => {
-                    emu.slowdisk = Some(m.info().clone());
-                    emu.mount = Some(Arc::new(MountGuard(m)));
-                }
-                Err(e) if w.method.is_none() => {
-                    method = if root { Method::Blkio } else { Method::None };
-                    method_reason = format!("the default fell back: the FUSE disk failed ({e})");
-                }
-                Err(e) => return Err(format!("--disk-emulation {}: {e}", w.name)),
-            }
+            method = if root { Method::Blkio } else { Method::None };
+            method_reason = format!("the default fell back: the FUSE disk failed ({e})");
         }
         emu.method = method;
         emu.method_reason = method_reason;
         emu.read_iops = (method == Method::Blkio).then_some(w.read_iops);
-        emu.cgroups = if !w.cgroups || method == Method::None {
-            if w.cgroups && !root { CgroupState::NotRoot } else { CgroupState::DisabledByOption }
+        emu.cgroups = emu.cgroup_state(w.cgroups, root);
+        emu.evict = match w.evict {
+            Some(Evict::DropCaches) if !root => Evict::Fadvise,
+            Some(e) => e,
+            None if root && !w.quick => Evict::DropCaches,
+            None => Evict::Fadvise,
+        };
+        Ok(emu)
+    }
+
+    /// Mounts the FUSE disk over the data (after clearing stale mounts of dead amplab runs).
+    fn mount_fuse(&mut self, w: &Wanted) -> Result<(), String> {
+        for stale in slowdisk::mounts::clear_dead_runs() {
+            eprintln!(
+                "[amplab] unmounted the stale slow disk {} of a dead amplab run",
+                stale.display()
+            );
+        }
+        let at = slowdisk::mounts::run_mount_point(std::process::id());
+        let m = Mounted::mount(&self.data_dir, &at, &w.slowdisk).map_err(|e| e.to_string())?;
+        self.slowdisk = Some(m.info().clone());
+        self.mount = Some(Arc::new(MountGuard(m)));
+        Ok(())
+    }
+
+    /// Whether the memory (and blkio) cgroups can be applied for this plan's method, and if
+    /// not why (`wanted`: cgroups were not turned off by `--no-cgroups`).
+    fn cgroup_state(&self, wanted: bool, root: bool) -> CgroupState {
+        let method = self.method;
+        if !wanted || method == Method::None {
+            if wanted && !root { CgroupState::NotRoot } else { CgroupState::DisabledByOption }
         } else if !root {
             CgroupState::NotRoot
         } else if memory_cgroup_missing() {
@@ -223,18 +247,14 @@ impl DiskEmulation {
             CgroupState::Unavailable(
                 "the cgroup v1 blkio controller is not mounted at /sys/fs/cgroup/blkio".into(),
             )
-        } else if method == Method::Blkio && emu.device.starts_with("unknown") {
-            CgroupState::Unavailable(format!("cannot tell which disk holds {}", data_dir.display()))
+        } else if method == Method::Blkio && self.device.starts_with("unknown") {
+            CgroupState::Unavailable(format!(
+                "cannot tell which disk holds {}",
+                self.data_dir.display()
+            ))
         } else {
             CgroupState::Applied
-        };
-        emu.evict = match w.evict {
-            Some(Evict::DropCaches) if !root => Evict::Fadvise,
-            Some(e) => e,
-            None if root && !w.quick => Evict::DropCaches,
-            None => Evict::Fadvise,
-        };
-        Ok(emu)
+        }
     }
 
     /// Unmounts the FUSE disk of this plan (when this is its last clone) and keeps the
@@ -276,10 +296,9 @@ impl DiskEmulation {
         }
     }
 
-    /// One plain paragraph for summaries.
-    pub fn describe(&self) -> String {
-        let mib = self.memory_limit_bytes >> 20;
-        let evict = match (self.evict, self.slowdisk.is_some()) {
+    /// What was done before each server to start it cold, in words.
+    fn evict_phrase(&self) -> &'static str {
+        match (self.evict, self.slowdisk.is_some()) {
             (Evict::DropCaches, false) => "the page cache was dropped (sync; drop_caches = 3)",
             (Evict::DropCaches, true) => {
                 "the page cache was dropped (sync; drop_caches = 3), the slow disk's cached pages, entries and attributes with it"
@@ -290,8 +309,12 @@ impl DiskEmulation {
             (Evict::Fadvise, true) => {
                 "the slow disk's cached pages, entries and attributes were invalidated (FUSE notifications)"
             }
-        };
-        let why_no_cgroup = || match &self.cgroups {
+        }
+    }
+
+    /// Why the memory cgroup was not applied (empty when it was).
+    fn why_no_cgroup(&self) -> String {
+        match &self.cgroups {
             CgroupState::NotRoot => "amplab was not run as root".to_string(),
             CgroupState::DisabledByOption if self.method == Method::None => {
                 self.method_reason.clone()
@@ -299,7 +322,14 @@ impl DiskEmulation {
             CgroupState::DisabledByOption => "--no-cgroups was given".to_string(),
             CgroupState::Unavailable(r) => r.clone(),
             CgroupState::Applied => String::new(),
-        };
+        }
+    }
+
+    /// One plain paragraph for summaries.
+    pub fn describe(&self) -> String {
+        let mib = self.memory_limit_bytes >> 20;
+        let evict = self.evict_phrase();
+        let why_no_cgroup = || self.why_no_cgroup();
         match (self.method, &self.slowdisk) {
             (Method::Fuse, Some(info)) => {
                 let disk = format!(

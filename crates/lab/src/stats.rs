@@ -59,6 +59,19 @@ impl Spread {
     }
 }
 
+/// A table cell over rounds: `median`, or `median (min–max)` when two or more rounds
+/// measured it (only the finite values count; `-` when none did).
+pub fn spread(v: &[f64], decimals: usize) -> String {
+    let finite: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    let m = fmt(median(&finite), decimals);
+    if finite.len() < 2 {
+        return m;
+    }
+    let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{m} ({}–{})", fmt(lo, decimals), fmt(hi, decimals))
+}
+
 /// A figure's note on its spread: what the whiskers over `rounds` rounds per `point` show,
 /// or that one round has none.
 pub fn whiskers_note(rounds: u32, point: &str) -> String {
@@ -112,5 +125,13 @@ mod tests {
         assert!((s.relative() - 0.3).abs() < 1e-12);
         assert_eq!(Spread::of(&[5.0]).text(0), "5");
         assert!(Spread::of(&[]).median.is_nan() && Spread::of(&[5.0]).relative().is_nan());
+    }
+
+    #[test]
+    fn a_cell_over_rounds_shows_its_range() {
+        assert_eq!(spread(&[12.0, 10.0, f64::NAN, 11.0], 1), "11.0 (10.0–12.0)");
+        assert_eq!(spread(&[3.0, 3.0], 0), "3 (3–3)");
+        assert_eq!(spread(&[7.24], 1), "7.2");
+        assert_eq!(spread(&[f64::NAN], 1), "-");
     }
 }

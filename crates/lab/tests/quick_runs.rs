@@ -132,68 +132,7 @@ fn disk_bound_quick() {
     let rows = run.csv("results.csv");
     let setup = run.json("setup.json");
     for model in models.split(',') {
-        let mine: Vec<_> = rows.iter().filter(|r| r["model"] == model).collect();
-        let phases: Vec<(&str, &str)> =
-            mine.iter().map(|r| (r["phase"].as_str(), r["server"].as_str())).collect();
-        // Capacity of each, then a sweep of 2 rates, then 4 windows of 0.5 s per server.
-        let mut want = vec![("capacity", "amped"), ("capacity", "sped")];
-        want.extend([("fixed-rate", "amped"), ("fixed-rate", "sped")].repeat(2));
-        want.extend([("windows", "amped")].repeat(4));
-        want.extend([("windows", "sped")].repeat(4));
-        assert_eq!(phases, want, "{model}");
-        for r in &mine {
-            assert!(f(r, "rps") > 0.0 && f(r, "p50_ms") > 0.0 && f(r, "mean_ms") > 0.0, "{r:?}");
-        }
-        // The rates spread from 40 % to 90 % of the best other server's capacity.
-        let cap = mine
-            .iter()
-            .filter(|r| r["phase"] == "capacity" && r["server"] == "sped")
-            .map(|r| f(r, "rps"))
-            .next()
-            .unwrap();
-        let rates: Vec<f64> =
-            mine.iter().filter(|r| r["phase"] == "fixed-rate").map(|r| f(r, "rate")).collect();
-        assert_eq!(
-            rates,
-            vec![
-                (0.4 * cap).round(),
-                (0.4 * cap).round(),
-                (0.9 * cap).round(),
-                (0.9 * cap).round()
-            ]
-        );
-        // One ampload run: windows of 0.5 s back to back, with no gap, from just after the
-        // cold start; each holds the requests due in it.
-        let windows: Vec<_> =
-            mine.iter().filter(|r| r["phase"] == "windows" && r["server"] == "amped").collect();
-        let spans: Vec<(f64, f64)> =
-            windows.iter().map(|r| (f(r, "t_start_s"), f(r, "t_end_s"))).collect();
-        assert!(spans.windows(2).all(|w| (w[1].0 - w[0].1).abs() < 1e-6), "{spans:?}");
-        assert!(spans.iter().all(|(a, b)| (b - a - 0.5).abs() < 1e-6), "{spans:?}");
-        assert!(spans[0].0 >= 0.0 && spans[0].0 < 2.0, "{spans:?}");
-        let rate = f(windows[0], "rate");
-        for w in &windows {
-            assert!(f(w, "requests") + f(w, "errors") >= (rate * 0.5).floor() - 1.0, "{w:?}");
-            if model == "hdd" {
-                assert!(!w["disk_reads"].is_empty() && !w["disk_busy"].is_empty(), "{w:?}");
-            }
-        }
-        if model == "hdd" {
-            let reads: f64 = windows.iter().map(|w| f(w, "disk_reads")).sum();
-            assert!(reads > 0.0, "a cold start reads from the disk: {windows:?}");
-        }
-        for fig in ["latency-cdf", "latency-summary", "latency-vs-rate-p95", "latency-vs-rate-mean"]
-        {
-            assert_eq!(
-                run.svg_series(&format!("{fig}-{model}.svg")),
-                vec!["amped", "sped"],
-                "{fig}"
-            );
-        }
-        assert_eq!(
-            run.svg_series(&format!("latency-over-time-p95-{model}.svg")),
-            vec!["amped", "sped"]
-        );
+        check_model_cells(&run, model, &rows);
     }
     let summary = run.read("summary.md");
     for model in models.split(',') {
@@ -220,12 +159,89 @@ fn disk_bound_quick() {
     }
     let none = rows.iter().find(|r| r["model"] == "none").unwrap();
     assert_eq!(none["read_amplification"], "", "no disk counters without a slow disk");
+    check_page_floors(&run, &rows, models.split(',').count());
     assert!(setup["parameters"]["rate"].as_f64().is_some_and(|r| r > 0.0));
     assert!(run.read("summary.md").contains("measured latency histogram"));
     // Both are amped architectures, so both were profiled while measured.
     let who = summary.split("## Who blocked where").nth(1).expect("a who-blocked-where section");
     assert!(who.contains("| amped |") && who.contains("| sped |"), "{who}");
     run.assert_report_rebuilds();
+}
+
+type CsvRow = std::collections::BTreeMap<String, String>;
+
+/// One model's cells of the disk-bound quick run: the phases in order, the rate sweep from the
+/// capacities, back-to-back windows, and the figures.
+fn check_model_cells(run: &common::Run, model: &str, rows: &[CsvRow]) {
+    let mine: Vec<_> = rows.iter().filter(|r| r["model"] == model).collect();
+    let phases: Vec<(&str, &str)> =
+        mine.iter().map(|r| (r["phase"].as_str(), r["server"].as_str())).collect();
+    // Capacity of each, then a sweep of 2 rates, then 4 windows of 0.5 s per server.
+    let mut want = vec![("capacity", "amped"), ("capacity", "sped")];
+    want.extend([("fixed-rate", "amped"), ("fixed-rate", "sped")].repeat(2));
+    want.extend([("windows", "amped")].repeat(4));
+    want.extend([("windows", "sped")].repeat(4));
+    assert_eq!(phases, want, "{model}");
+    for r in &mine {
+        assert!(f(r, "rps") > 0.0 && f(r, "p50_ms") > 0.0 && f(r, "mean_ms") > 0.0, "{r:?}");
+    }
+    // The rates spread from 40 % to 90 % of the best other server's capacity.
+    let cap = mine
+        .iter()
+        .filter(|r| r["phase"] == "capacity" && r["server"] == "sped")
+        .map(|r| f(r, "rps"))
+        .next()
+        .unwrap();
+    let rates: Vec<f64> =
+        mine.iter().filter(|r| r["phase"] == "fixed-rate").map(|r| f(r, "rate")).collect();
+    assert_eq!(
+        rates,
+        vec![(0.4 * cap).round(), (0.4 * cap).round(), (0.9 * cap).round(), (0.9 * cap).round()]
+    );
+    // One ampload run: windows of 0.5 s back to back, with no gap, from just after the
+    // cold start; each holds the requests due in it.
+    let windows: Vec<_> =
+        mine.iter().filter(|r| r["phase"] == "windows" && r["server"] == "amped").collect();
+    let spans: Vec<(f64, f64)> =
+        windows.iter().map(|r| (f(r, "t_start_s"), f(r, "t_end_s"))).collect();
+    assert!(spans.windows(2).all(|w| (w[1].0 - w[0].1).abs() < 1e-6), "{spans:?}");
+    assert!(spans.iter().all(|(a, b)| (b - a - 0.5).abs() < 1e-6), "{spans:?}");
+    assert!(spans[0].0 >= 0.0 && spans[0].0 < 2.0, "{spans:?}");
+    let rate = f(windows[0], "rate");
+    for w in &windows {
+        assert!(f(w, "requests") + f(w, "errors") >= (rate * 0.5).floor() - 1.0, "{w:?}");
+        if model == "hdd" {
+            assert!(!w["disk_reads"].is_empty() && !w["disk_busy"].is_empty(), "{w:?}");
+        }
+    }
+    if model == "hdd" {
+        let reads: f64 = windows.iter().map(|w| f(w, "disk_reads")).sum();
+        assert!(reads > 0.0, "a cold start reads from the disk: {windows:?}");
+    }
+    for fig in ["latency-cdf", "latency-summary", "latency-vs-rate-p95", "latency-vs-rate-mean"] {
+        assert_eq!(run.svg_series(&format!("{fig}-{model}.svg")), vec!["amped", "sped"], "{fig}");
+    }
+    assert_eq!(
+        run.svg_series(&format!("latency-over-time-p95-{model}.svg")),
+        vec!["amped", "sped"]
+    );
+}
+
+/// Every run's page-rounded floor, from its files alone: SPECweb99's sub-page files put it
+/// above 1. It stands beside the read amplification in each rate's table and under each of
+/// the `models` windows tables, and in results.json.
+fn check_page_floors(run: &common::Run, rows: &[CsvRow], models: usize) {
+    let summary = run.read("summary.md");
+    for r in rows.iter().filter(|r| r["phase"] != "windows") {
+        let floor = f(r, "read_amplification_floor");
+        assert!(floor > 1.0 && floor < 4.0, "{r:?}");
+    }
+    assert!(summary.contains("| read amplification | page floor | disk busy % |"), "{summary}");
+    let floors: Vec<&str> = summary.lines().filter(|l| l.starts_with("| page floor |")).collect();
+    assert_eq!(floors.len(), models, "one under each model's windows");
+    let mut json_floors = Vec::new();
+    values_of(&run.json("results.json"), "read_amplification_floor", &mut json_floors);
+    assert!(json_floors.iter().any(|v| v.as_f64().is_some_and(|v| v > 1.0)), "{json_floors:?}");
 }
 
 #[test]
@@ -379,24 +395,19 @@ fn disk_bound_without_cgroups_says_so() {
 fn linux_comparison_quick() {
     let run = amplab(&["linux-comparison", "--servers", "staged,sped,amped", "--rounds", "2"]);
     run.assert_ok();
-    // One round per cell: --rounds is not silently taken for more.
-    let notes = run.json("setup.json")["notes"].to_string();
-    assert!(notes.contains("--rounds 2 was ignored"), "{notes}");
-    assert!(run.stderr.contains("--rounds 2 was ignored"), "{}", run.stderr);
     let rows = run.csv("results.csv");
-    let cells: Vec<(&str, &str)> =
-        rows.iter().map(|r| (r["scale"].as_str(), r["server"].as_str())).collect();
-    assert_eq!(
-        cells,
-        vec![
-            ("0.5", "staged"),
-            ("0.5", "sped"),
-            ("0.5", "amped"),
-            ("1.5", "staged"),
-            ("1.5", "sped"),
-            ("1.5", "amped")
-        ]
-    );
+    let cells: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| (r["scale"].as_str(), r["round"].as_str(), r["server"].as_str()))
+        .collect();
+    // Both rounds of each data set, interleaved, the order rotated in the second.
+    let mut want = Vec::new();
+    for scale in ["0.5", "1.5"] {
+        want.extend([(scale, "0", "staged"), (scale, "0", "sped"), (scale, "0", "amped")]);
+        want.extend([(scale, "1", "sped"), (scale, "1", "amped"), (scale, "1", "staged")]);
+    }
+    assert_eq!(cells, want);
+    assert_eq!(run.json("setup.json")["parameters"]["rounds"], 2);
     for r in &rows {
         assert!(f(r, "body_mbps") > 0.0 && f(r, "p50_ms") > 0.0, "{r:?}");
     }
@@ -422,7 +433,81 @@ fn linux_comparison_quick() {
         assert!(summary.contains(needle), "{needle}: {summary}");
     }
     assert!(summary.contains("no verdict: quick run") && !summary.contains("**holds**"));
+    // Medians over the 2 rounds with their range, in the tables and the throughput figure.
+    assert!(summary.contains("2 rounds per cell, interleaved"), "{summary}");
+    assert!(summary.contains("Medians of 2 rounds per cell"), "{summary}");
+    for server in ["staged", "sped", "amped"] {
+        let throughput = table_row(&summary, "## Throughput", server);
+        assert_eq!(throughput.len(), 2, "{throughput:?}");
+        assert!(throughput.iter().all(|c| is_range(c)), "{server}: {throughput:?}");
+        let latency = table_row(&summary, "## Latency on the largest set", server);
+        assert!(latency.iter().all(|c| is_range(c)), "{server}: {latency:?}");
+    }
+    let bars = run.read("throughput.svg");
+    assert_eq!(bars.matches("(min ").count(), 6, "a min–max per bar: {bars}");
+    assert!(bars.contains("Medians of 2 rounds per"), "{bars}");
     run.assert_report_rebuilds();
+}
+
+/// `amplab capacity --rounds 2`: each server runs twice per data set, the rounds interleaved,
+/// and the summary and figure give medians with the rounds' min–max.
+#[test]
+fn capacity_rounds_give_medians_and_ranges() {
+    let args = "capacity --servers amped,sped --disk-emulation none --scales 1.5 --rounds 2";
+    let mut args: Vec<&str> = args.split(' ').collect();
+    args.extend(["--duration", "0.5", "--warmup", "0.3"]);
+    let run = amplab(&args);
+    run.assert_ok();
+    let rows = run.csv("results.csv");
+    let cells: Vec<(&str, &str)> =
+        rows.iter().map(|r| (r["round"].as_str(), r["server"].as_str())).collect();
+    assert_eq!(cells, [("0", "amped"), ("0", "sped"), ("1", "sped"), ("1", "amped")]);
+    assert!(rows.iter().all(|r| f(r, "body_mbps") > 0.0), "{rows:?}");
+    let summary = run.read("summary.md");
+    assert!(summary.contains("2 rounds per cell, interleaved"), "{summary}");
+    for server in ["amped", "sped"] {
+        let throughput = table_row(&summary, "## Disk model none", server);
+        assert_eq!(throughput.len(), 1, "{throughput:?}");
+        assert!(is_range(&throughput[0]), "{server}: {throughput:?}");
+    }
+    // The largest set's disk table: each run's page floor beside its read amplification.
+    let floor = table_row(&summary, "| read amplification | page floor |", "amped");
+    assert!(is_range(&floor[3]), "{floor:?}");
+    let bars = run.read("capacity-none.svg");
+    assert_eq!(bars.matches("(min ").count(), 2, "a min–max per bar: {bars}");
+    assert!(bars.contains("Medians of 2 rounds per"), "{bars}");
+    assert_eq!(run.json("setup.json")["parameters"]["rounds"], 2);
+    run.assert_report_rebuilds();
+}
+
+/// Every value of `key` anywhere in `v`.
+fn values_of(v: &serde_json::Value, key: &str, out: &mut Vec<serde_json::Value>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            out.extend(m.get(key).cloned());
+            m.values().for_each(|v| values_of(v, key, out));
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|v| values_of(v, key, out)),
+        _ => {}
+    }
+}
+
+/// The cells after the server's name in the first table row for `server` after `heading`.
+fn table_row(summary: &str, heading: &str, server: &str) -> Vec<String> {
+    let after = summary.split(heading).nth(1).unwrap_or_else(|| panic!("{heading}: {summary}"));
+    let line = after
+        .lines()
+        .find(|l| l.starts_with(&format!("| {server} |")))
+        .unwrap_or_else(|| panic!("no row for {server} after {heading}: {summary}"));
+    line.split('|').map(str::trim).filter(|c| !c.is_empty()).skip(1).map(String::from).collect()
+}
+
+/// Whether a table cell reads `median (min–max)`, three numbers with min ≤ median ≤ max.
+fn is_range(cell: &str) -> bool {
+    let Some((median, rest)) = cell.split_once(" (") else { return false };
+    let Some((lo, hi)) = rest.trim_end_matches(')').split_once('–') else { return false };
+    let n = |t: &str| t.parse::<f64>().ok();
+    matches!((n(median), n(lo), n(hi)), (Some(m), Some(a), Some(b)) if a <= m && m <= b)
 }
 
 #[test]

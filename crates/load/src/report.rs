@@ -145,6 +145,25 @@ pub struct Report {
     show_spectrum: bool,
 }
 
+/// The rate the requests were sent at: between the first send and the last (0 with fewer than
+/// two).
+fn achieved_rate(stats: &Stats) -> f64 {
+    match (stats.first_send, stats.last_send) {
+        (Some(first), Some(last)) if stats.sent > 1 && last > first => {
+            (stats.sent - 1) as f64 / (last - first).as_secs_f64()
+        }
+        _ => 0.0,
+    }
+}
+
+/// The first error message of each kind that happened.
+fn first_errors(stats: &Stats) -> BTreeMap<&'static str, String> {
+    ErrorKind::ALL
+        .into_iter()
+        .filter_map(|k| Some((k.name(), stats.first_error(k)?.to_string())))
+        .collect()
+}
+
 impl Report {
     /// Builds the report of a run that started at `started` (its time zero, wall clock) and
     /// lasted `duration`.
@@ -159,12 +178,6 @@ impl Report {
         let secs = duration.as_secs_f64();
         let per_second = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
         let hist = stats.latency().histogram();
-        let achieved_rate = match (stats.first_send, stats.last_send) {
-            (Some(first), Some(last)) if stats.sent > 1 && last > first => {
-                (stats.sent - 1) as f64 / (last - first).as_secs_f64()
-            }
-            _ => 0.0,
-        };
         Report {
             url: config.url_text.clone(),
             mode: match config.mode {
@@ -188,16 +201,13 @@ impl Report {
             status: stats.statuses().map(|(code, n)| (code.to_string(), n)).collect(),
             errors: Errors::of(|k| stats.errors(k)),
             errors_total: stats.total_errors(),
-            first_errors: ErrorKind::ALL
-                .into_iter()
-                .filter_map(|k| Some((k.name(), stats.first_error(k)?.to_string())))
-                .collect(),
+            first_errors: first_errors(stats),
             latency_us: Latency::of(stats.latency()),
             target_rate: match config.mode {
                 Mode::Closed => None,
                 Mode::Open { rate } => Some(rate),
             },
-            achieved_rate,
+            achieved_rate: achieved_rate(stats),
             schedule_lag_warnings: stats.lag_warnings,
             max_schedule_lag_us: stats.max_lag.as_micros() as u64,
             backlog_max: stats.backlog_max,

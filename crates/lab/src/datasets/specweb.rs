@@ -230,10 +230,13 @@ pub fn shaped_trace(dirs: u32, large: u32, n: usize, seed: u64, shape: &Shape) -
         .collect()
 }
 
-/// Sum of the sizes of the distinct files among `requests`.
-pub fn distinct_bytes<'a>(set: &FileSet, requests: impl IntoIterator<Item = &'a Request>) -> u64 {
+/// The sizes of the distinct files among `requests`, in order of first request.
+pub fn distinct_sizes<'a>(
+    set: &FileSet,
+    requests: impl IntoIterator<Item = &'a Request>,
+) -> Vec<u64> {
     let mut seen = std::collections::HashSet::new();
-    requests.into_iter().filter(|r| seen.insert(**r)).map(|r| set.bytes_of(r)).sum()
+    requests.into_iter().filter(|r| seen.insert(**r)).map(|r| set.bytes_of(r)).collect()
 }
 
 /// Writes a trace as one path per line (ampload `--urls`).
@@ -394,12 +397,12 @@ mod tests {
     }
 
     #[test]
-    fn distinct_bytes_count_each_file_once() {
+    fn distinct_sizes_count_each_file_once() {
         let set = FileSet { root: "/x".into(), dirs: 2, bytes: 0, large: vec![5_000_000] };
         let r = |dir, class, file| Request { dir, class, file };
         let reqs = [r(0, 1, 2), r(0, 1, 2), r(1, 0, 1), r(0, LARGE_CLASS, 0), r(0, LARGE_CLASS, 0)];
-        assert_eq!(distinct_bytes(&set, &reqs), 2048 + 102 + 5_000_000);
-        assert_eq!(distinct_bytes(&set, &[]), 0);
+        assert_eq!(distinct_sizes(&set, &reqs), [2048, 102, 5_000_000]);
+        assert!(distinct_sizes(&set, &[]).is_empty());
     }
 
     #[test]

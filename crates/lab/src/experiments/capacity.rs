@@ -3,6 +3,9 @@
 //! 1.5 GB and 3.3 GB ran on a 1 GB machine; here the sizes are the same multiples (0.5, 1.5,
 //! 3.3) of the memory cgroup's limit, and the summary says so. Several disk models
 //! (`--disk-emulation hdd,ssd,iops,none`) are run one after another and reported side by side.
+//! With `--rounds N` each data set is run N times per server, the rounds interleaved (every
+//! server once per round, the order rotated each round); the tables and figures show the
+//! medians with the rounds' min–max.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -15,16 +18,19 @@ use crate::diskemu::DiskEmulation;
 use crate::progress::Progress;
 use crate::report::markdown::table;
 use crate::servers::ServerSpec;
-use crate::stats::{fmt, ratio, whiskers_note};
+use crate::stats::{Spread, fmt, median, ratio, spread, whiskers_note};
 use crate::svg::{Bars, Chart, Plot, Scale};
 
 /// Apache, old Flash (sped), New Flash (amped), and the other peers.
 pub const DEFAULT_SERVERS: &[&str] =
     &["apache-prefork-150", "sped", "amped", "uring", "nginx", "nginx-aio", "lighttpd", "h2o"];
 
-/// One measured (model, data set, server).
+/// One measured (model, data set, server, round).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
+    /// From 0 (runs before `--rounds` was honoured have one round, 0).
+    #[serde(default)]
+    pub round: u32,
     pub model: String,
     pub dataset_bytes: u64,
     pub scale: f64,
@@ -40,6 +46,8 @@ pub(super) struct Params {
     pub(super) warmup: f64,
     pub(super) duration: f64,
     pub(super) trace_len: usize,
+    /// Rounds per (data set, server).
+    pub(super) rounds: u32,
 }
 
 impl Params {
@@ -60,6 +68,7 @@ impl Params {
             warmup: a.common.warmup.unwrap_or(if q { 0.5 } else { 15.0 }),
             duration: a.common.duration.unwrap_or(if q { 1.0 } else { 20.0 }),
             trace_len: if q { 20_000 } else { 400_000 },
+            rounds: a.common.rounds.unwrap_or(1),
         })
     }
 
@@ -75,6 +84,8 @@ impl Params {
             duration_s: f64,
             trace_requests: usize,
             shape: Option<specweb::Shape>,
+            /// Absent in runs before `--rounds` was honoured: one round.
+            rounds: Option<u32>,
         }
         let r: Recorded = super::rebuild::parameters(&setup["parameters"])?;
         if r.scales.is_empty() {
@@ -92,16 +103,34 @@ impl Params {
             warmup: r.warmup_s,
             duration: r.duration_s,
             trace_len: r.trace_requests,
+            rounds: r.rounds.unwrap_or(1),
         })
     }
 
     /// setup.json's `parameters` (E7 adds its own).
     pub(super) fn to_json(&self, memory_limit_bytes: u64) -> Value {
-        json!({"scales": self.scales, "memory_limit_bytes": memory_limit_bytes, "connections": self.connections, "requests_per_conn": self.requests_per_conn, "warmup_s": self.warmup, "duration_s": self.duration, "trace_requests": self.trace_len, "shape": self.shape})
+        json!({"scales": self.scales, "memory_limit_bytes": memory_limit_bytes, "connections": self.connections, "requests_per_conn": self.requests_per_conn, "warmup_s": self.warmup, "duration_s": self.duration, "trace_requests": self.trace_len, "shape": self.shape, "rounds": self.rounds})
     }
 
     pub(super) fn scales_text(&self) -> String {
         self.scales.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" / ")
+    }
+
+    /// How many rounds, for the summary's workload line.
+    pub(super) fn rounds_text(&self) -> String {
+        if self.rounds > 1 {
+            format!(
+                "{} rounds per cell, interleaved (every server once per round, the order rotated each round); medians over the rounds with their min–max in brackets",
+                self.rounds
+            )
+        } else {
+            "one round per cell (no spread measured)".into()
+        }
+    }
+
+    /// Only the rounds' range is a figure's whiskers: none for one round.
+    pub(super) fn whiskers(&self, values: &[f64]) -> Vec<(f64, f64)> {
+        if self.rounds > 1 { vec![Spread::of(values).range()] } else { Vec::new() }
     }
 }
 
@@ -121,29 +150,16 @@ pub fn run(a: &CapacityArgs) -> Result<std::path::PathBuf, String> {
         rows.extend(mine?);
         emus.push(emu);
     }
-    diskrun::write_raw(&mut lab, &["dataset_bytes", "scale"], &rows, |r| {
-        (vec![r.dataset_bytes.to_string(), r.scale.to_string()], &r.cell)
+    diskrun::write_raw(&mut lab, &["round", "dataset_bytes", "scale"], &rows, |r| {
+        (vec![r.round.to_string(), r.dataset_bytes.to_string(), r.scale.to_string()], &r.cell)
     })?;
     let s = outputs(&mut lab, &emus, &p, &rows)?;
-    let mut notes: Vec<String> =
+    let notes: Vec<String> =
         emus.iter().filter(|e| !e.applied()).map(DiskEmulation::describe).collect();
-    notes.extend(rounds_ignored(&lab, &a.common));
     let mut params = p.to_json(emus.first().map_or(0, |e| e.memory_limit_bytes));
     params["models"] = json!(emus.iter().map(|e| e.name.clone()).collect::<Vec<_>>());
     let disk = if emus.len() == 1 { json!(emus[0]) } else { json!(emus) };
     lab.finish(params, Some(disk), notes, &s)
-}
-
-/// The note (also said on stderr) that `--rounds` above 1 was given to an experiment that
-/// runs one round per cell (E5, E7): its figures and summary say one round.
-pub(super) fn rounds_ignored(lab: &Lab, common: &crate::cli::CommonArgs) -> Option<String> {
-    let rounds = common.rounds.filter(|r| *r > 1)?;
-    let note = format!(
-        "--rounds {rounds} was ignored: {} runs one round per cell (no spread is measured)",
-        lab.experiment
-    );
-    eprintln!("[amplab {}] {note}", lab.experiment);
-    Some(note)
 }
 
 /// The figures, one per model, and summary.md's text (the same from a run and from `amplab
@@ -186,24 +202,36 @@ fn measure(lab: &mut Lab, emu: &DiskEmulation, p: &Params) -> Result<Vec<Row>, S
     })?;
     Ok(cells
         .into_iter()
-        .map(|(dataset_bytes, scale, cell, ())| Row {
+        .map(|m| Row {
+            round: m.round,
             model: emu.name.clone(),
-            dataset_bytes,
-            scale,
-            cell,
+            dataset_bytes: m.dataset_bytes,
+            scale: m.scale,
+            cell: m.cell,
         })
         .collect())
 }
 
-/// Runs `run_cell` for every (data set, server) of `p`, generating each data set as needed,
-/// with progress lines; returns (data-set bytes, scale, cell, what else `run_cell` returned).
+/// One server run of [`measure_with`]: where and when it ran, its cell, and what else the
+/// experiment's `run_cell` returned.
+pub(super) struct Measured<X> {
+    pub(super) dataset_bytes: u64,
+    pub(super) scale: f64,
+    pub(super) round: u32,
+    pub(super) cell: DiskCell,
+    pub(super) extra: X,
+}
+
+/// Runs `run_cell` for every (data set, round, server) of `p`, generating each data set once,
+/// with progress lines. The rounds of a data set are interleaved: every server runs once per
+/// round, in the round's rotated order.
 pub(super) fn measure_with<X>(
     lab: &mut Lab,
     emu: &DiskEmulation,
     p: &Params,
     mut run_cell: impl FnMut(&Lab, &ServerSpec, &ScaledSet) -> (DiskCell, X),
-) -> Result<Vec<(u64, f64, DiskCell, X)>, String> {
-    let steps = p.scales.len() * lab.servers.len();
+) -> Result<Vec<Measured<X>>, String> {
+    let steps = p.scales.len() * lab.servers.len() * p.rounds as usize;
     let per_cell = p.warmup + p.duration + 3.0;
     let mut progress = Progress::new(lab.experiment, steps, steps as f64 * per_cell);
     let mut rows = Vec::new();
@@ -217,33 +245,59 @@ pub(super) fn measure_with<X>(
     for &scale in &p.scales {
         let set = diskrun::scaled_set(lab, emu, scale, &closed, &p.shape)?;
         let mib = set.set.bytes as f64 / 1048576.0;
-        for spec in lab.servers.clone() {
-            progress.step(
-                &format!("{}: {} on {mib:.0} MiB ({scale}× memory)", emu.name, spec.label),
-                per_cell,
-            );
-            let (cell, extra) = run_cell(lab, &spec, &set);
-            if let Some(m) = &cell.measurement {
-                progress
-                    .note(&format!("{}: {:.1} Mb/s, {:.0} req/s", spec.label, m.body_mbps, m.rps));
+        for round in 0..p.rounds {
+            let of_rounds = if p.rounds > 1 {
+                format!("round {}/{}: ", round + 1, p.rounds)
+            } else {
+                String::new()
+            };
+            for spec in lab.order(round) {
+                progress.step(
+                    &format!(
+                        "{}: {of_rounds}{} on {mib:.0} MiB ({scale}× memory)",
+                        emu.name, spec.label
+                    ),
+                    per_cell,
+                );
+                let (cell, extra) = run_cell(lab, &spec, &set);
+                note_cell(&mut progress, &spec.label, &cell);
+                rows.push(Measured { dataset_bytes: set.set.bytes, scale, round, cell, extra });
             }
-            if let Some(e) = &cell.error {
-                progress.note(&format!("{}: {e}", spec.label));
-            }
-            rows.push((set.set.bytes, scale, cell, extra));
         }
     }
     Ok(rows)
 }
 
-/// A server's body throughput on the data set of `scale` (NaN if not measured, or if nothing
-/// was answered: a server that died before its first answer has no throughput, not 0).
+/// The progress line after a server's run: its throughput, or its error.
+fn note_cell(progress: &mut Progress, server: &str, cell: &DiskCell) {
+    if let Some(m) = &cell.measurement {
+        progress.note(&format!("{server}: {:.1} Mb/s, {:.0} req/s", m.body_mbps, m.rps));
+    }
+    if let Some(e) = &cell.error {
+        progress.note(&format!("{server}: {e}"));
+    }
+}
+
+/// A server's cells on the data set of `scale`, one per round in round order.
+fn cells<'a>(rows: &'a [Row], server: &str, scale: f64) -> Vec<&'a DiskCell> {
+    rows.iter().filter(|r| r.cell.server == server && r.scale == scale).map(|r| &r.cell).collect()
+}
+
+/// A server's body throughput on the data set of `scale`, one value per round (NaN for a round
+/// that measured nothing or got no answer: a server that died before its first answer has no
+/// throughput, not 0).
+fn mbps_rounds(rows: &[Row], server: &str, scale: f64) -> Vec<f64> {
+    cells(rows, server, scale)
+        .iter()
+        .map(|c| {
+            c.measurement.as_ref().filter(|m| m.requests > 0).map_or(f64::NAN, |m| m.body_mbps)
+        })
+        .collect()
+}
+
+/// The median over rounds of [`mbps_rounds`] (NaN if no round measured it).
 fn mbps(rows: &[Row], server: &str, scale: f64) -> f64 {
-    rows.iter()
-        .find(|r| r.cell.server == server && r.scale == scale)
-        .and_then(|r| r.cell.measurement.as_ref())
-        .filter(|m| m.requests > 0)
-        .map_or(f64::NAN, |m| m.body_mbps)
+    median(&mbps_rounds(rows, server, scale))
 }
 
 /// A data set's name in tables and figures: `192 MiB (1.5×)`.
@@ -260,7 +314,11 @@ fn chart(lab: &mut Lab, emu: &DiskEmulation, p: &Params, rows: &[Row]) -> Result
         .map(|spec| Bars {
             name: spec.label.clone(),
             values: p.scales.iter().map(|&sc| mbps(rows, &spec.label, sc)).collect(),
-            spread: Vec::new(),
+            spread: p
+                .scales
+                .iter()
+                .flat_map(|&sc| p.whiskers(&mbps_rounds(rows, &spec.label, sc)))
+                .collect(),
         })
         .collect();
     let limit_mib = emu.memory_limit_bytes >> 20;
@@ -285,7 +343,7 @@ fn chart(lab: &mut Lab, emu: &DiskEmulation, p: &Params, rows: &[Row]) -> Result
                 categories: p.scales.iter().map(|&sc| scale_name(emu, sc)).collect(),
                 series,
             },
-            note: whiskers_note(1, "bar"),
+            note: whiskers_note(p.rounds, "bar"),
         })
         .map_err(|e| e.to_string())
 }
@@ -298,8 +356,14 @@ fn model_section(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figur
     s.push_str(&throughput_table(emu, p, rows, &labels));
     let first = p.scales[0];
     let last = p.scales[p.scales.len() - 1];
-    s.push_str(&format!("\nOn the largest set ({last}× memory): disk reads/s, MB read/s, read amplification (bytes read from the disk ÷ bytes of the distinct files the warm-up and the measurement asked for), disk busy %, timeouts (no answer within 30 s), 99.9th percentile and maximum latency:\n\n"));
+    s.push_str(&format!("\nOn the largest set ({last}× memory): disk reads/s, MB read/s, read amplification (bytes read from the disk ÷ bytes of the distinct files the warm-up and the measurement asked for) and its page floor (those files' bytes rounded up to whole 4 KiB pages ÷ their bytes: the least a server reading whole pages can reach), disk busy %, timeouts (no answer within 30 s), 99.9th percentile and maximum latency:\n\n"));
     s.push_str(&disk_table(rows, &labels, last));
+    if p.rounds > 1 {
+        s.push_str(&format!(
+            "\nEach cell is the median of {} rounds, with the rounds' min–max in brackets.\n",
+            p.rounds
+        ));
+    }
     s.push_str(&format!("\nFigure: [{figure}]({figure})\n\n### Compared with the paper\n\n"));
     for l in &labels {
         let drop = ratio(mbps(rows, l, last), mbps(rows, l, first));
@@ -322,10 +386,11 @@ fn model_section(lab: &Lab, emu: &DiskEmulation, p: &Params, rows: &[Row], figur
         out_line(&mut s, &line);
     }
     s.push('\n');
+    let last_round = if p.rounds > 1 { ", last round" } else { "" };
     s.push_str(&super::who_blocked::throughput_section(
-        &format!("{} on the largest set, {last}× memory", emu.name),
+        &format!("{} on the largest set, {last}× memory{last_round}", emu.name),
         &labels,
-        |l| rows.iter().find(|r| r.cell.server == l && r.scale == last).map(|r| &r.cell),
+        |l| cells(rows, l, last).last().copied(),
         |l| mbps(rows, l, last),
     ));
     s
@@ -339,30 +404,34 @@ fn throughput_table(emu: &DiskEmulation, p: &Params, rows: &[Row], labels: &[Str
         .iter()
         .map(|l| {
             std::iter::once(l.clone())
-                .chain(p.scales.iter().map(|&sc| fmt(mbps(rows, l, sc), 1)))
+                .chain(p.scales.iter().map(|&sc| spread(&mbps_rounds(rows, l, sc), 1)))
                 .collect()
         })
         .collect();
     table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &body)
 }
 
-/// At the data set of `last`: each server's disk reads, bytes read, read amplification, disk
-/// busy share, timeouts, and tail latency.
+/// At the data set of `last`: each server's disk reads, bytes read, read amplification and its
+/// page floor, disk busy share, timeouts, and tail latency (medians over rounds, their min–max in brackets).
 fn disk_table(rows: &[Row], labels: &[String], last: f64) -> String {
     let disk: Vec<Vec<String>> = labels
         .iter()
         .map(|l| {
-            let c = rows.iter().find(|r| &r.cell.server == l && r.scale == last).map(|r| &r.cell);
-            let get = |f: fn(&DiskCell) -> Option<f64>| c.and_then(f).unwrap_or(f64::NAN);
+            let c = cells(rows, l, last);
+            let get = |f: fn(&DiskCell) -> Option<f64>, scale: f64, decimals: usize| {
+                let v: Vec<f64> = c.iter().map(|c| f(c).map_or(f64::NAN, |v| v * scale)).collect();
+                spread(&v, decimals)
+            };
             vec![
                 l.clone(),
-                fmt(get(DiskCell::disk_reads_per_s), 0),
-                fmt(get(DiskCell::disk_bytes_per_s) / 1e6, 1),
-                fmt(get(|c| c.read_amplification), 2),
-                fmt(get(|c| c.measured_disk_busy) * 100.0, 0),
-                c.map_or("-".into(), |c| c.timeouts.to_string()),
-                fmt(get(|c| c.measurement.as_ref().map(|m| m.latency.p999)), 0),
-                fmt(get(|c| c.measurement.as_ref().map(|m| m.latency.max)), 0),
+                get(DiskCell::disk_reads_per_s, 1.0, 0),
+                get(DiskCell::disk_bytes_per_s, 1e-6, 1),
+                get(|c| c.read_amplification, 1.0, 2),
+                get(|c| c.read_amplification_floor, 1.0, 2),
+                get(|c| c.measured_disk_busy, 100.0, 0),
+                get(|c| Some(c.timeouts as f64), 1.0, 0),
+                get(|c| c.measurement.as_ref().map(|m| m.latency.p999), 1.0, 0),
+                get(|c| c.measurement.as_ref().map(|m| m.latency.max), 1.0, 0),
             ]
         })
         .collect();
@@ -372,6 +441,7 @@ fn disk_table(rows: &[Row], labels: &[String], last: f64) -> String {
             "disk reads/s",
             "MB read/s",
             "read amplification",
+            "page floor",
             "disk busy %",
             "timeouts",
             "99.9% ms",
@@ -404,13 +474,14 @@ fn best_peer_line(lab: &Lab, rows: &[Row], scale: f64) -> Option<String> {
 fn summary(lab: &Lab, emus: &[DiskEmulation], p: &Params, rows: &[Row], sections: &str) -> String {
     let limit_mib = emus.first().map_or(0, |e| e.memory_limit_bytes >> 20);
     let workload = format!(
-        "SPECweb99-like file sets of {} times the server's {limit_mib} MiB memory limit (the paper: 0.5 / 1.5 / 3.3 GB on a 1 GB machine, so the same ratios, not the same sizes), {}; {} closed-loop clients, {} requests per persistent connection (infinite demand); {} s warm-up, {} s measured; disk models {}",
+        "SPECweb99-like file sets of {} times the server's {limit_mib} MiB memory limit (the paper: 0.5 / 1.5 / 3.3 GB on a 1 GB machine, so the same ratios, not the same sizes), {}; {} closed-loop clients, {} requests per persistent connection (infinite demand); {} s warm-up, {} s measured; {}; disk models {}",
         p.scales_text(),
         p.shape.describe(),
         p.connections,
         p.requests_per_conn,
         p.warmup,
         p.duration,
+        p.rounds_text(),
         emus.iter().map(|e| e.name.as_str()).collect::<Vec<_>>().join(", ")
     );
     let mut s = lab.summary_head("E5 capacity vs data-set size (DeBox 2004, Table 8)", &workload);

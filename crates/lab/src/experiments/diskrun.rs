@@ -98,6 +98,11 @@ pub struct DiskCell {
     pub needed_bytes: Option<u64>,
     /// `disk_read_bytes_with_warmup / needed_bytes` (1 = every needed byte read once).
     pub read_amplification: Option<f64>,
+    /// The least read amplification a server reading whole pages can reach on this run: the
+    /// bytes its distinct files take rounded up to whole 4 KiB pages ÷ their bytes (absent in
+    /// runs before it was recorded).
+    #[serde(default)]
+    pub read_amplification_floor: Option<f64>,
     /// Requests of the measured phase that got no answer within the timeout.
     pub timeouts: u64,
     /// fuse: the slow disk's counters over the whole server run (warm-up and measurement).
@@ -115,7 +120,7 @@ pub struct DiskCell {
 }
 
 /// The CSV columns every disk-bound experiment writes for a cell, after its own key columns.
-pub const CELL_COLUMNS: [&str; 23] = [
+pub const CELL_COLUMNS: [&str; 24] = [
     "model",
     "server",
     "requests",
@@ -136,6 +141,7 @@ pub const CELL_COLUMNS: [&str; 23] = [
     "disk_read_bytes",
     "disk_read_bytes_with_warmup",
     "read_amplification",
+    "read_amplification_floor",
     "disk_busy",
     "memory_max_mib",
     "error",
@@ -158,6 +164,7 @@ struct Totals {
     reads: Option<u64>,
     read_bytes: Option<u64>,
     amplification: Option<f64>,
+    amplification_floor: Option<f64>,
 }
 
 /// [`CELL_COLUMNS`] of `cell` with one phase's numbers and the run's totals.
@@ -190,6 +197,7 @@ fn fields(
         opt(disk.map(|d| d.read_bytes)),
         opt(totals.read_bytes),
         totals.amplification.map_or(String::new(), num),
+        totals.amplification_floor.map_or(String::new(), num),
         disk.and_then(|d| d.busy).map_or(String::new(), num),
         cell.cgroup
             .as_ref()
@@ -219,6 +227,7 @@ impl DiskCell {
             disk_read_bytes_with_warmup: None,
             needed_bytes: None,
             read_amplification: None,
+            read_amplification_floor: None,
             timeouts: 0,
             slowdisk: None,
             windows: Vec::new(),
@@ -239,6 +248,7 @@ impl DiskCell {
             reads: self.disk_reads_with_warmup(),
             read_bytes: self.disk_read_bytes_with_warmup,
             amplification: self.read_amplification,
+            amplification_floor: self.read_amplification_floor,
         };
         let phase = PhaseFields { m: self.measurement.as_ref(), timeouts: self.timeouts, disk };
         fields(self, &phase, &totals, self.error.as_deref())
@@ -249,6 +259,15 @@ impl DiskCell {
         let w = &self.windows[i];
         let phase = PhaseFields { m: w.measurement.as_ref(), timeouts: w.timeouts, disk: w.disk };
         fields(self, &phase, &Totals::default(), w.error.as_deref())
+    }
+
+    /// What the run needed from the disk (the sizes of its distinct files), and from it the
+    /// read amplification (with the bytes read already set) and its page-rounded floor.
+    fn set_needed(&mut self, sizes: &[u64]) {
+        let needed = sizes.iter().sum();
+        self.needed_bytes = Some(needed);
+        self.read_amplification = amplification(self.disk_read_bytes_with_warmup, needed);
+        self.read_amplification_floor = page_floor(sizes);
     }
 
     /// Disk reads over the warm-up and the measured phase, when the emulated disk counts them.
@@ -290,12 +309,12 @@ impl Needs {
         Needs { set: Arc::new(set), warm: Arc::new(warm), measure: Arc::new(measure) }
     }
 
-    /// Bytes of the distinct files among the first `warm` lines of the warm-up list and the
+    /// Sizes of the distinct files among the first `warm` lines of the warm-up list and the
     /// first `measure` lines of the measured list (ampload takes a list's lines in order and
     /// starts over at its end).
-    pub fn bytes(&self, warm: u64, measure: u64) -> u64 {
+    pub fn sizes(&self, warm: u64, measure: u64) -> Vec<u64> {
         let head = |list: &[Request], n: u64| -> usize { (n as usize).min(list.len()) };
-        specweb::distinct_bytes(
+        specweb::distinct_sizes(
             &self.set,
             self.warm[..head(&self.warm, warm)]
                 .iter()
@@ -725,9 +744,7 @@ pub fn run_one_watched(
         start.zip(after).map(|(a, b)| b.bytes.saturating_sub(a.bytes));
     cell.slowdisk = emu.slowdisk_stats().zip(fuse_start).map(|(now, s)| now.since(&s));
     if let Some(needs) = &load.needs {
-        let needed = needs.bytes(warm_sent, phase.sent);
-        cell.needed_bytes = Some(needed);
-        cell.read_amplification = amplification(cell.disk_read_bytes_with_warmup, needed);
+        cell.set_needed(&needs.sizes(warm_sent, phase.sent));
     }
     cell.outside = watch.map(|w| profile_outside(lab, &session, spec, load, &phase, w, tag));
     cell.measurement = phase.measurement;
@@ -839,9 +856,7 @@ pub fn run_windows(
     cell.measured_s = phase.secs;
     cell.disk_read_bytes_with_warmup = start.zip(end).map(|(a, b)| b.bytes.saturating_sub(a.bytes));
     cell.slowdisk = emu.slowdisk_stats().zip(fuse_start).map(|(now, s)| now.since(&s));
-    let needed = needs.bytes(0, phase.sent);
-    cell.needed_bytes = Some(needed);
-    cell.read_amplification = amplification(cell.disk_read_bytes_with_warmup, needed);
+    cell.set_needed(&needs.sizes(0, phase.sent));
     cell.measurement = phase.measurement;
     cell.raw = phase.raw;
     session.close(&mut cell);
@@ -877,6 +892,18 @@ fn windows_of(session: &Session, raw: &Value, cold: f64, samples: &[(f64, Mark)]
 /// Bytes read from the disk ÷ bytes the run needed (None without a disk count or a need).
 pub fn amplification(read: Option<u64>, needed: u64) -> Option<f64> {
     read.filter(|_| needed > 0).map(|read| read as f64 / needed as f64)
+}
+
+/// The page the kernel reads a file in: a read from the disk brings whole pages.
+pub const PAGE_BYTES: u64 = 4096;
+
+/// The least read amplification on files of `sizes` for a server whose reads bring whole
+/// pages: the bytes they take rounded up to whole [`PAGE_BYTES`] pages ÷ their bytes (None
+/// when they have none). Small files set it: a 100-byte file costs a 4 KiB page.
+pub fn page_floor(sizes: &[u64]) -> Option<f64> {
+    let bytes: u64 = sizes.iter().sum();
+    let pages: u64 = sizes.iter().map(|s| s.div_ceil(PAGE_BYTES) * PAGE_BYTES).sum();
+    (bytes > 0).then(|| pages as f64 / bytes as f64)
 }
 
 /// A path list file for ampload.
@@ -926,11 +953,12 @@ mod tests {
     #[test]
     fn a_run_needs_the_distinct_files_of_the_lines_it_sent() {
         let n = needs();
-        assert_eq!(n.bytes(0, 0), 0);
-        assert_eq!(n.bytes(1, 0), 2048);
-        assert_eq!(n.bytes(3, 1), 2048 + 102, "a file asked for twice is needed once");
-        assert_eq!(n.bytes(2, 2), 2048 + 102 + 7_000_000);
-        assert_eq!(n.bytes(1000, 1000), 2048 + 102 + 7_000_000 + 10_240, "lists start over");
+        let bytes = |warm, measure| n.sizes(warm, measure).iter().sum::<u64>();
+        assert_eq!(bytes(0, 0), 0);
+        assert_eq!(bytes(1, 0), 2048);
+        assert_eq!(bytes(3, 1), 2048 + 102, "a file asked for twice is needed once");
+        assert_eq!(bytes(2, 2), 2048 + 102 + 7_000_000);
+        assert_eq!(bytes(1000, 1000), 2048 + 102 + 7_000_000 + 10_240, "lists start over");
     }
 
     #[test]
@@ -940,6 +968,34 @@ mod tests {
         assert_eq!(amplification(Some(0), 2000), Some(0.0));
         assert_eq!(amplification(None, 2000), None, "no disk counters: none");
         assert_eq!(amplification(Some(10), 0), None, "nothing needed: none");
+    }
+
+    #[test]
+    fn the_read_amplification_floor_rounds_each_file_up_to_whole_pages() {
+        // 100 B and 5000 B take one and two pages: 4096 + 4096 + 8192 over 9196 bytes.
+        let floor = page_floor(&[100, 4096, 5000]).unwrap();
+        assert!((floor - 16384.0 / 9196.0).abs() < 1e-12, "{floor}");
+        assert_eq!(page_floor(&[4096, 8192]), Some(1.0), "whole pages: no floor above 1");
+        assert_eq!(page_floor(&[1]), Some(4096.0));
+        assert_eq!(page_floor(&[0, 4096]), Some(1.0), "an empty file costs no page");
+        assert_eq!(page_floor(&[]), None);
+        assert_eq!(page_floor(&[0]), None);
+    }
+
+    #[test]
+    fn a_run_sets_its_floor_from_the_files_it_needed() {
+        let mut cell = DiskCell::new("amped", "hdd");
+        cell.disk_read_bytes_with_warmup = Some(20_000);
+        cell.set_needed(&needs().sizes(3, 1));
+        // class1_2 (2048 B) and class0_1 (102 B): a page each.
+        assert_eq!(cell.needed_bytes, Some(2150));
+        assert_eq!(cell.read_amplification, Some(20_000.0 / 2150.0));
+        assert_eq!(cell.read_amplification_floor, Some(8192.0 / 2150.0));
+        assert_eq!(
+            cell.csv_fields()
+                [CELL_COLUMNS.iter().position(|c| *c == "read_amplification_floor").unwrap()],
+            num(8192.0 / 2150.0)
+        );
     }
 
     #[test]
@@ -982,5 +1038,6 @@ mod tests {
         assert_eq!((col(&w, "timeouts"), col(&w, "disk_reads")), ("2".into(), "3".into()));
         assert_eq!((col(&w, "disk_busy"), col(&w, "error")), ("0.5".into(), "late".into()));
         assert_eq!(col(&w, "read_amplification"), "", "a window has no run totals");
+        assert_eq!(col(&w, "read_amplification_floor"), "", "nor a floor");
     }
 }

@@ -325,14 +325,33 @@ pub fn parse_perf_trace(text: &str) -> PerfReport {
         Some(at) => (&text[..at], &text[at..]),
         None => (text, ""),
     };
+    let (slow, switches) = slow_calls_and_switches(events);
+    report.slow = slow;
+    if !switches.is_empty() {
+        mark_sleeps(&mut report.slow, &switches);
+    }
+    report.switches = switches.len() as u64;
+    read_summary(summary, &mut report);
+    if report.threads.len() == 1 {
+        let only = *report.threads.keys().next().unwrap_or(&0);
+        for s in report.slow.iter_mut().filter(|s| s.tid == 0) {
+            s.tid = only;
+        }
+    }
+    report
+}
+
+/// The event lines' slow calls (not yet marked slept or not) and context switches.
+fn slow_calls_and_switches(events: &str) -> (Vec<SlowCall>, Vec<Switch>) {
     // A call interrupted by a switch is printed twice: begun (`(   ): … call(args) ...`) and
     // `[continued]: call()) = R` with its duration.
     let mut begun: BTreeMap<u32, (f64, String, Option<String>)> = BTreeMap::new();
+    let mut slow = Vec::new();
     let mut switches: Vec<Switch> = Vec::new();
     for line in events.lines() {
         match parse_event(line) {
             Some(Line::Call { tid, at_ms, call, ms: Some(ms), about }) => {
-                report.slow.push(SlowCall { tid, call, at_ms, ms, about, slept: None });
+                slow.push(SlowCall { tid, call, at_ms, ms, about, slept: None });
             }
             Some(Line::Call { tid, at_ms, call, ms: None, about }) => {
                 begun.insert(tid, (at_ms, call, about));
@@ -342,30 +361,36 @@ pub fn parse_perf_trace(text: &str) -> PerfReport {
                     Some((at, c, about)) if c == call => (at, about),
                     _ => (f64::NAN, None),
                 };
-                report.slow.push(SlowCall { tid, call, at_ms, ms, about, slept: None });
+                slow.push(SlowCall { tid, call, at_ms, ms, about, slept: None });
             }
             Some(Line::Switch(sw)) => switches.push(sw),
             None => {}
         }
     }
-    if !switches.is_empty() {
-        for call in &mut report.slow {
-            let end = call.at_ms + call.ms;
-            let inside = switches
-                .iter()
-                // tid 0: perf traced one thread and named none.
-                .filter(|w| call.tid == 0 || w.tid == call.tid)
-                .filter(|w| w.at_ms >= call.at_ms - 0.001 && w.at_ms <= end);
-            let mut seen = false;
-            let mut slept = false;
-            for w in inside {
-                seen = true;
-                slept |= w.sleep;
-            }
-            call.slept = if seen { Some(slept) } else { Some(false) };
+    (slow, switches)
+}
+
+/// Marks each slow call slept (a sleeping switch of its thread happened while it ran) or not.
+fn mark_sleeps(slow: &mut [SlowCall], switches: &[Switch]) {
+    for call in slow {
+        let end = call.at_ms + call.ms;
+        let inside = switches
+            .iter()
+            // tid 0: perf traced one thread and named none.
+            .filter(|w| call.tid == 0 || w.tid == call.tid)
+            .filter(|w| w.at_ms >= call.at_ms - 0.001 && w.at_ms <= end);
+        let mut seen = false;
+        let mut slept = false;
+        for w in inside {
+            seen = true;
+            slept |= w.sleep;
         }
+        call.slept = if seen { Some(slept) } else { Some(false) };
     }
-    report.switches = switches.len() as u64;
+}
+
+/// The `Summary of events` part: each thread's name and its per-call rows.
+fn read_summary(summary: &str, report: &mut PerfReport) {
     let mut current: Option<u32> = None;
     for line in summary.lines() {
         let t = line.trim();
@@ -394,13 +419,6 @@ pub fn parse_perf_trace(text: &str) -> PerfReport {
         };
         report.threads.entry(tid).or_default().calls.insert(cols[0].to_string(), row);
     }
-    if report.threads.len() == 1 {
-        let only = *report.threads.keys().next().unwrap_or(&0);
-        for s in report.slow.iter_mut().filter(|s| s.tid == 0) {
-            s.tid = only;
-        }
-    }
-    report
 }
 
 /// Parses every item or gives up (an empty vector when one is not a number).
@@ -812,66 +830,14 @@ pub fn assemble(
         delay_accounting: delay_accounting(),
         ..OutsideProfile::default()
     };
-    let mut roles_of: BTreeMap<u32, &'static str> = BTreeMap::new();
-    if let Some(SliceInput { threads, perf, window_s, secs, requests }) = slice {
-        let mut s =
-            Slice { secs, requests, switches_traced: perf.switches > 0, ..Slice::default() };
-        for (tid, d) in threads {
-            let calls = perf.threads.get(tid).map(|t| t.calls.clone()).unwrap_or_default();
-            if calls.is_empty() {
-                s.idle_threads += 1;
-                continue;
-            }
-            let role = role(kind, &calls);
-            roles_of.insert(*tid, role);
-            let r = s.roles.entry(role.to_string()).or_default();
-            r.counters.add(d, window_s);
-            let idle_ms: f64 = calls
-                .iter()
-                .filter(|(c, _)| IDLE_CALLS.contains(&c.as_str()))
-                .map(|(_, row)| row.total_ms)
-                .sum();
-            let off = (window_s - d.cpu_ns as f64 / 1e9 - d.runq_ns as f64 / 1e9).max(0.0);
-            r.idle_s += idle_ms / 1e3;
-            r.off_cpu_not_idle_s += (off - idle_ms / 1e3).max(0.0);
-            for (call, row) in &calls {
-                let c = s.calls.entry(format!("{role} {call}")).or_default();
-                c.count += row.count;
-                c.errors += row.errors;
-                c.total_ms += row.total_ms;
-                c.max_ms = c.max_ms.max(row.max_ms);
-                c.idle = IDLE_CALLS.contains(&call.as_str());
-            }
+    let roles_of = match slice {
+        Some(input) => {
+            let (s, roles) = slice_profile(kind, input);
+            profile.slice = Some(s);
+            roles
         }
-        for slow in &perf.slow {
-            let Some(role) = roles_of.get(&slow.tid) else { continue };
-            let on_file = slow.about.as_deref().is_none_or(|a| !is_socket_like(a));
-            if !DISK_CALLS.contains(&slow.call.as_str()) || !on_file {
-                continue;
-            }
-            if slow.slept == Some(false) {
-                // Long because the thread was preempted (a busy machine), not asleep.
-                s.preempted += 1;
-                continue;
-            }
-            let c = s.calls.entry(format!("{role} {}", slow.call)).or_default();
-            c.slow += 1;
-            c.slow_ms += slow.ms;
-            s.roles.entry(role.to_string()).or_default().asleep_s += slow.ms / 1e3;
-            if *role == "loop" {
-                s.loop_disk_stalls += 1;
-                if s.stall_examples.len() < 8 {
-                    s.stall_examples.push(format!(
-                        "{} {} {:.1} ms",
-                        slow.call,
-                        slow.about.as_deref().unwrap_or("?"),
-                        slow.ms
-                    ));
-                }
-            }
-        }
-        profile.slice = Some(s);
-    }
+        None => BTreeMap::new(),
+    };
     profile.blkio_plausible =
         measured.values().all(|d| d.blkio_ticks as f64 / ticks_per_s() <= measured_s * 1.05 + 0.05);
     for (tid, d) in measured {
@@ -883,6 +849,86 @@ pub fn assemble(
         profile.measured.entry(role.to_string()).or_default().add(d, measured_s);
     }
     profile
+}
+
+/// The slice's part of a profile, and the role of each thread perf saw make a call.
+fn slice_profile(kind: Kind, input: SliceInput) -> (Slice, BTreeMap<u32, &'static str>) {
+    let SliceInput { threads, perf, window_s, secs, requests } = input;
+    let mut s = Slice { secs, requests, switches_traced: perf.switches > 0, ..Slice::default() };
+    let mut roles_of: BTreeMap<u32, &'static str> = BTreeMap::new();
+    for (tid, d) in threads {
+        let calls = perf.threads.get(tid).map(|t| t.calls.clone()).unwrap_or_default();
+        if calls.is_empty() {
+            s.idle_threads += 1;
+            continue;
+        }
+        let role = role(kind, &calls);
+        roles_of.insert(*tid, role);
+        add_thread(&mut s, role, d, &calls, window_s);
+    }
+    for slow in &perf.slow {
+        if let Some(role) = roles_of.get(&slow.tid) {
+            add_slow_call(&mut s, role, slow);
+        }
+    }
+    (s, roles_of)
+}
+
+/// Adds one traced thread's counters, idle and off-CPU time and calls to its role's.
+fn add_thread(
+    s: &mut Slice,
+    role: &str,
+    d: &ThreadCounters,
+    calls: &BTreeMap<String, SysRow>,
+    window_s: f64,
+) {
+    let r = s.roles.entry(role.to_string()).or_default();
+    r.counters.add(d, window_s);
+    let idle_ms: f64 = calls
+        .iter()
+        .filter(|(c, _)| IDLE_CALLS.contains(&c.as_str()))
+        .map(|(_, row)| row.total_ms)
+        .sum();
+    let off = (window_s - d.cpu_ns as f64 / 1e9 - d.runq_ns as f64 / 1e9).max(0.0);
+    r.idle_s += idle_ms / 1e3;
+    r.off_cpu_not_idle_s += (off - idle_ms / 1e3).max(0.0);
+    for (call, row) in calls {
+        let c = s.calls.entry(format!("{role} {call}")).or_default();
+        c.count += row.count;
+        c.errors += row.errors;
+        c.total_ms += row.total_ms;
+        c.max_ms = c.max_ms.max(row.max_ms);
+        c.idle = IDLE_CALLS.contains(&call.as_str());
+    }
+}
+
+/// Counts one slow call of a thread in `role`: a sleep on a file (a disk wait; a stall when the
+/// role is the loop) or, if the thread never slept, a preemption.
+fn add_slow_call(s: &mut Slice, role: &str, slow: &SlowCall) {
+    let on_file = slow.about.as_deref().is_none_or(|a| !is_socket_like(a));
+    if !DISK_CALLS.contains(&slow.call.as_str()) || !on_file {
+        return;
+    }
+    if slow.slept == Some(false) {
+        // Long because the thread was preempted (a busy machine), not asleep.
+        s.preempted += 1;
+        return;
+    }
+    let c = s.calls.entry(format!("{role} {}", slow.call)).or_default();
+    c.slow += 1;
+    c.slow_ms += slow.ms;
+    s.roles.entry(role.to_string()).or_default().asleep_s += slow.ms / 1e3;
+    if role == "loop" {
+        s.loop_disk_stalls += 1;
+        if s.stall_examples.len() < 8 {
+            s.stall_examples.push(format!(
+                "{} {} {:.1} ms",
+                slow.call,
+                slow.about.as_deref().unwrap_or("?"),
+                slow.ms
+            ));
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -942,57 +988,26 @@ impl Watch {
         keep: &Path,
         load: impl FnOnce() -> Option<LoadResult>,
     ) -> OutsideProfile {
-        let perf = match perf_available() {
-            Ok(p) => p,
-            Err(why) => return self.without_slice(&why),
-        };
-        let pids = group_pids(self.pgid);
-        if let Some(dir) = keep.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let before = Snapshot::take(self.pgid);
-        let from = Instant::now();
-        let trace = match PerfTrace::start(&perf, &pids, keep) {
+        let traced = match perf_available().and_then(|perf| self.trace_slice(&perf, keep, load)) {
             Ok(t) => t,
             Err(why) => return self.without_slice(&why),
         };
-        let result = load();
-        let after = Snapshot::take(self.pgid);
-        let window_s = from.elapsed().as_secs_f64();
-        let text = trace.stop();
-        let (result, text) = match (result, text) {
-            (Some(r), Ok(t)) => (r, t),
-            (None, _) => return self.without_slice("the profiled slice's load failed"),
-            (_, Err(why)) => return self.without_slice(&why),
-        };
-        let report = parse_perf_trace(&text);
-        // The switches only told sleeps from preemptions: the kept copy goes without them.
-        let kept: String = text
-            .lines()
-            .filter(|l| !l.contains(" sched:sched_switch("))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        // AMPLAB_PERF_RAW=1 keeps perf's whole output (a test fixture's source).
-        if std::env::var_os("AMPLAB_PERF_RAW").is_none() {
-            let _ = std::fs::write(
-                keep,
-                format!("# perf trace; its {} sched_switch lines dropped\n{kept}", report.switches),
-            );
-        }
+        let report = parse_perf_trace(&traced.text);
+        keep_trace(keep, &traced.text, report.switches);
         if report.threads.is_empty() {
             return self.without_slice("perf trace's output had no summary");
         }
+        let result = traced.result;
         let (measured, m) = self.measured.clone().unwrap_or_else(|| (BTreeMap::new(), result));
-        let slice_threads = after.since(&before);
         let mut p = assemble(
             self.kind,
             &measured,
             m.secs,
             m.requests,
             Some(SliceInput {
-                threads: &slice_threads,
+                threads: &traced.threads,
                 perf: &report,
-                window_s,
+                window_s: traced.window_s,
                 secs: result.secs,
                 requests: result.requests,
             }),
@@ -1009,6 +1024,53 @@ impl Watch {
             report.threads.len()
         );
         p
+    }
+
+    /// Runs `load` with perf trace attached to the server's threads: the load's result, perf's
+    /// output, the traced window's length and the threads' /proc deltas over it.
+    fn trace_slice(
+        &self,
+        perf: &Path,
+        keep: &Path,
+        load: impl FnOnce() -> Option<LoadResult>,
+    ) -> Result<TracedSlice, String> {
+        let pids = group_pids(self.pgid);
+        if let Some(dir) = keep.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let before = Snapshot::take(self.pgid);
+        let from = Instant::now();
+        let trace = PerfTrace::start(perf, &pids, keep)?;
+        let result = load();
+        let after = Snapshot::take(self.pgid);
+        let window_s = from.elapsed().as_secs_f64();
+        let text = trace.stop();
+        let result = result.ok_or("the profiled slice's load failed")?;
+        Ok(TracedSlice { result, text: text?, window_s, threads: after.since(&before) })
+    }
+}
+
+/// What a traced slice gave: see [`Watch::trace_slice`].
+struct TracedSlice {
+    result: LoadResult,
+    text: String,
+    window_s: f64,
+    threads: BTreeMap<u32, ThreadCounters>,
+}
+
+/// Keeps perf's output as `keep`, without the context switches (they only told sleeps from
+/// preemptions), unless AMPLAB_PERF_RAW=1 asks for the whole output (a test fixture's source).
+fn keep_trace(keep: &Path, text: &str, switches: u64) {
+    let kept: String = text
+        .lines()
+        .filter(|l| !l.contains(" sched:sched_switch("))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    if std::env::var_os("AMPLAB_PERF_RAW").is_none() {
+        let _ = std::fs::write(
+            keep,
+            format!("# perf trace; its {switches} sched_switch lines dropped\n{kept}"),
+        );
     }
 }
 

@@ -349,6 +349,35 @@ fn sped_finding(lab: &Lab, rows: &[Row], labels: &[String], names: &[String]) ->
     )
 }
 
+/// A line per workload naming its fastest server, beside the paper's.
+fn fastest_lines(rows: &[Row], labels: &[String], names: &[String]) -> String {
+    let mut s = String::new();
+    for w in names {
+        let best = labels
+            .iter()
+            .filter(|l| mbps(rows, w, l).is_finite())
+            .max_by(|a, b| mbps(rows, w, a).total_cmp(&mbps(rows, w, b)));
+        s.push_str(&format!(
+            "- {w}: fastest is {} (paper: Flash/AMPED fastest on both traces, Apache slowest).\n",
+            best.map_or("-", |b| b.as_str())
+        ));
+    }
+    s
+}
+
+/// "Who blocked where" over workload `w`'s last round.
+fn who_blocked_last_round(rows: &[Row], labels: &[String], w: &str) -> String {
+    let last = rows.iter().filter(|r| r.workload == w).map(|r| r.round).max();
+    let cell_of = |l: &str| {
+        rows.iter()
+            .find(|r| r.workload == w && Some(r.round) == last && r.cell.server == l)
+            .map(|r| &r.cell)
+    };
+    super::who_blocked::throughput_section(&format!("{w}, last round"), labels, cell_of, |l| {
+        mbps(rows, w, l)
+    })
+}
+
 /// summary.md: the table and the comparison with the paper.
 fn summary(
     lab: &Lab,
@@ -360,7 +389,6 @@ fn summary(
 ) -> String {
     let labels: Vec<String> = lab.servers.iter().map(|s| s.label.clone()).collect();
     let names: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
-    let mbps = |w: &str, l: &str| mbps(rows, w, l);
     let workload_text = workloads
         .iter()
         .map(|w| format!("{} — {}", w.name, w.description))
@@ -381,31 +409,10 @@ fn summary(
         "\nOne round: the noise between rounds was not measured.\n".to_string()
     });
     s.push_str(&format!("\nFigure: [{figure}]({figure})\n\n## Compared with the paper\n\n"));
-    for w in &names {
-        let best = labels
-            .iter()
-            .filter(|l| mbps(w, l).is_finite())
-            .max_by(|a, b| mbps(w, a).total_cmp(&mbps(w, b)));
-        s.push_str(&format!(
-            "- {w}: fastest is {} (paper: Flash/AMPED fastest on both traces, Apache slowest).\n",
-            best.map_or("-", |b| b.as_str())
-        ));
-    }
+    s.push_str(&fastest_lines(rows, &labels, &names));
     s.push_str(&sped_finding(lab, rows, &labels, &names));
     for w in &names {
-        // The last round's cells of this workload.
-        let last = rows.iter().filter(|r| &r.workload == w).map(|r| r.round).max();
-        let cell_of = |l: &str| {
-            rows.iter()
-                .find(|r| &r.workload == w && Some(r.round) == last && r.cell.server == l)
-                .map(|r| &r.cell)
-        };
-        s.push_str(&super::who_blocked::throughput_section(
-            &format!("{w}, last round"),
-            &labels,
-            cell_of,
-            |l| mbps(w, l),
-        ));
+        s.push_str(&who_blocked_last_round(rows, &labels, w));
     }
     s.push_str(&format!("\nThe data sets total {:.0} MiB; the Rice CS and Owlnet traces are not public, so their shape (small and cache-resident vs large and disk-bound) is what is reproduced, not their numbers.\n", workloads.iter().map(|w| w.bytes).sum::<u64>() as f64 / 1048576.0));
     let failures: Vec<String> = rows

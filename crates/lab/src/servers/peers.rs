@@ -103,91 +103,112 @@ impl Peer {
     /// Renders the configuration for a server on 127.0.0.1:`port` serving `root`, with its
     /// pid file, logs and temp files in `dir`.
     pub fn render(self, dir: &Path, root: &Path, port: u16, root_user: bool) -> PeerLaunch {
-        let d = dir.display().to_string();
-        let r = root.display().to_string();
-        let addr = format!("127.0.0.1:{port}");
-        let fill = |template: &str, extra: &[(&str, String)]| {
-            let mut text = template
-                .replace("@DIR@", &d)
-                .replace("@ROOT@", &r)
-                .replace("@ADDR@", &addr)
-                .replace("@HOST@", "127.0.0.1")
-                .replace("@PORT@", &port.to_string());
-            for (key, value) in extra {
-                text = text.replace(&format!("@{key}@"), value);
-            }
-            text
-        };
+        let t = Template { dir, root: root.display().to_string(), port };
         let program = crate::tools::which(self.program())
             .map_or_else(|| self.program().to_string(), |p| p.display().to_string());
-        let conf = |name: &str| dir.join(name).display().to_string();
         match self {
-            Peer::Nginx | Peer::NginxAio => {
-                let aio = self == Peer::NginxAio;
-                let config = fill(
-                    NGINX,
-                    &[
-                        ("USER", if root_user { "user root;".into() } else { String::new() }),
-                        (
-                            "MAIN",
-                            if aio {
-                                "thread_pool default threads=32 max_queue=65536;".into()
-                            } else {
-                                String::new()
-                            },
-                        ),
-                        ("EXTRA", if aio { "aio threads;".into() } else { String::new() }),
-                    ],
-                );
-                PeerLaunch {
-                    config_name: "nginx.conf".into(),
-                    config,
-                    argv: vec![
-                        program,
-                        "-p".into(),
-                        d.clone(),
-                        "-e".into(),
-                        conf("nginx-startup.log"),
-                        "-c".into(),
-                        conf("nginx.conf"),
-                    ],
-                }
-            }
+            Peer::Nginx | Peer::NginxAio => self.nginx(&t, program, root_user),
             Peer::H2o => PeerLaunch {
                 config_name: "h2o.conf".into(),
-                config: fill(
+                config: t.fill(
                     H2O,
                     &[("USER", if root_user { "user: root".into() } else { String::new() })],
                 ),
-                argv: vec![program, "-c".into(), conf("h2o.conf")],
+                argv: vec![program, "-c".into(), t.conf("h2o.conf")],
             },
             Peer::Lighttpd => PeerLaunch {
                 config_name: "lighttpd.conf".into(),
-                config: fill(LIGHTTPD, &[]),
-                argv: vec![program, "-D".into(), "-f".into(), conf("lighttpd.conf")],
+                config: t.fill(LIGHTTPD, &[]),
+                argv: vec![program, "-D".into(), "-f".into(), t.conf("lighttpd.conf")],
             },
-            Peer::ApacheEvent | Peer::ApachePrefork(_) => {
-                let mpm = self.apache_mpm().unwrap_or("mpm_event");
-                let (name, block) = match self {
-                    Peer::ApachePrefork(n) => {
-                        (format!("apache-prefork-{n}.conf"), prefork_block(n))
-                    }
-                    _ => ("apache-event.conf".to_string(), EVENT_BLOCK.to_string()),
-                };
-                PeerLaunch {
-                    config: fill(APACHE, &[("MPM", mpm.into()), ("MPM_CONFIG", block)]),
-                    argv: vec![
-                        program,
-                        "-d".into(),
-                        d.clone(),
-                        "-f".into(),
-                        conf(&name),
-                        "-DFOREGROUND".into(),
-                    ],
-                    config_name: name,
-                }
-            }
+            Peer::ApacheEvent | Peer::ApachePrefork(_) => self.apache(&t, program),
         }
+    }
+
+    /// nginx, with a thread pool and `aio threads` for [`Peer::NginxAio`].
+    fn nginx(self, t: &Template, program: String, root_user: bool) -> PeerLaunch {
+        let aio = self == Peer::NginxAio;
+        let config = t.fill(
+            NGINX,
+            &[
+                ("USER", if root_user { "user root;".into() } else { String::new() }),
+                (
+                    "MAIN",
+                    if aio {
+                        "thread_pool default threads=32 max_queue=65536;".into()
+                    } else {
+                        String::new()
+                    },
+                ),
+                ("EXTRA", if aio { "aio threads;".into() } else { String::new() }),
+            ],
+        );
+        PeerLaunch {
+            config_name: "nginx.conf".into(),
+            config,
+            argv: vec![
+                program,
+                "-p".into(),
+                t.dir.display().to_string(),
+                "-e".into(),
+                t.conf("nginx-startup.log"),
+                "-c".into(),
+                t.conf("nginx.conf"),
+            ],
+        }
+    }
+
+    /// Apache with the event MPM or prefork with a fixed number of processes.
+    fn apache(self, t: &Template, program: String) -> PeerLaunch {
+        let mpm = self.apache_mpm().unwrap_or("mpm_event");
+        let (name, block) = match self {
+            Peer::ApachePrefork(n) => (format!("apache-prefork-{n}.conf"), prefork_block(n)),
+            _ => ("apache-event.conf".to_string(), EVENT_BLOCK.to_string()),
+        };
+        PeerLaunch {
+            config: t.fill(APACHE, &[("MPM", mpm.into()), ("MPM_CONFIG", block)]),
+            argv: vec![
+                program,
+                "-d".into(),
+                t.dir.display().to_string(),
+                "-f".into(),
+                t.conf(&name),
+                "-DFOREGROUND".into(),
+            ],
+            config_name: name,
+        }
+    }
+}
+
+/// What a configuration template's `@KEY@` placeholders are filled with.
+struct Template<'a> {
+    /// The server's own folder (pid file, logs, temp files, its configuration).
+    dir: &'a Path,
+    /// The document root.
+    root: String,
+    port: u16,
+}
+
+impl Template<'_> {
+    /// `template` with `@DIR@`, `@ROOT@`, `@ADDR@`, `@HOST@`, `@PORT@` and each of `extra`'s
+    /// keys replaced.
+    fn fill(&self, template: &str, extra: &[(&str, String)]) -> String {
+        let port = self.port;
+        let mut text = template
+            .replace("@DIR@", &self.dir.display().to_string())
+            .replace("@ROOT@", &self.root)
+            .replace("@ADDR@", &format!("127.0.0.1:{port}"))
+            .replace("@HOST@", "127.0.0.1")
+            .replace("@PORT@", &port.to_string());
+        for (key, value) in extra {
+            text = text.replace(&format!("@{key}@"), value);
+        }
+        text
+    }
+
+    /// The path of a file in the server's folder.
+    fn conf(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
     }
 }
 

@@ -104,23 +104,46 @@ pub struct Mounted {
     created_dir: bool,
 }
 
+/// The source, canonical and a directory, and the mount point, absolute and not inside it.
+fn checked_paths(source: &Path, mount_point: &Path) -> io::Result<(PathBuf, PathBuf)> {
+    let source = source.canonicalize()?;
+    if !source.is_dir() {
+        return Err(io::Error::other(format!("{} is not a directory", source.display())));
+    }
+    let mount_point = absolute_mount_point(mount_point)?;
+    if mount_point.starts_with(&source) {
+        return Err(io::Error::other(format!(
+            "the mount point {} is inside the source {}",
+            mount_point.display(),
+            source.display()
+        )));
+    }
+    Ok((source, mount_point))
+}
+
+/// The FUSE session's options: read-only, no atime, devices or setuid, permissions checked by
+/// the kernel, open to every user, reads of at most `max_read` bytes.
+fn fuse_config(options: &Options) -> Config {
+    let mut config = Config::default();
+    config.mount_options = vec![
+        MountOption::FSName(mounts::FSNAME.into()),
+        MountOption::RO,
+        MountOption::NoAtime,
+        MountOption::NoDev,
+        MountOption::NoSuid,
+        MountOption::DefaultPermissions,
+        MountOption::CUSTOM(format!("max_read={}", options.max_read)),
+    ];
+    config.acl = SessionACL::All;
+    config
+}
+
 impl Mounted {
     /// Mounts `source` at `mount_point` (created if missing). A stale slow-disk mount found
     /// there is lazily unmounted first.
     pub fn mount(source: &Path, mount_point: &Path, options: &Options) -> io::Result<Mounted> {
         options.validate().map_err(io::Error::other)?;
-        let source = source.canonicalize()?;
-        if !source.is_dir() {
-            return Err(io::Error::other(format!("{} is not a directory", source.display())));
-        }
-        let mount_point = absolute_mount_point(mount_point)?;
-        if mount_point.starts_with(&source) {
-            return Err(io::Error::other(format!(
-                "the mount point {} is inside the source {}",
-                mount_point.display(),
-                source.display()
-            )));
-        }
+        let (source, mount_point) = checked_paths(source, mount_point)?;
         mounts::clear_stale(&mount_point)?;
         let created_dir = !mount_point.exists();
         if created_dir {
@@ -132,19 +155,7 @@ impl Mounted {
         let nodes = Arc::new(Nodes::new(source.clone()));
         let ttl = Duration::from_secs_f64(options.ttl_s);
         let fs = SlowFs::new(disk, nodes.clone(), ttl, options.max_read);
-        let mount_options = vec![
-            MountOption::FSName(mounts::FSNAME.into()),
-            MountOption::RO,
-            MountOption::NoAtime,
-            MountOption::NoDev,
-            MountOption::NoSuid,
-            MountOption::DefaultPermissions,
-            MountOption::CUSTOM(format!("max_read={}", options.max_read)),
-        ];
-        let mut config = Config::default();
-        config.mount_options = mount_options;
-        config.acl = SessionACL::All;
-        let session = match fuser::spawn_mount(fs, &mount_point, &config) {
+        let session = match fuser::spawn_mount(fs, &mount_point, &fuse_config(options)) {
             Ok(s) => s,
             Err(e) => {
                 stop.store(true, Ordering::Relaxed);

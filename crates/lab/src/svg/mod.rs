@@ -119,6 +119,29 @@ struct Frame {
     y1: f64,
 }
 
+/// One panel of a bar chart: where it is drawn and which categories it shows.
+struct BarPanel<'a> {
+    frame: Frame,
+    /// The frame's width as computed (x1 − x0 may differ from it in the last bit).
+    width: f64,
+    cats: &'a [usize],
+    series: &'a [Bars],
+    styles: &'a [Style],
+    /// The first panel carries the axis labels.
+    first: bool,
+}
+
+/// Where one bar stands: its panel's frame and axis, its left edge and width, the base line
+/// it rises from and its colour.
+struct BarSpot<'a> {
+    frame: Frame,
+    y: &'a Axis,
+    x: f64,
+    width: f64,
+    base: f64,
+    color: &'a str,
+}
+
 impl Frame {
     fn px(&self, x: &Axis, v: f64) -> f64 {
         self.x0 + x.frac(v) * (self.x1 - self.x0)
@@ -130,6 +153,21 @@ impl Frame {
 }
 
 impl Chart {
+    /// A response-time CDF: a line per server over a log time axis, with `note` saying what
+    /// the lines are.
+    pub fn latency_cdf(title: String, subtitle: String, series: Vec<Series>, note: &str) -> Chart {
+        Chart {
+            title,
+            subtitle,
+            x_label: "response time (ms, log scale)".into(),
+            y_label: "fraction of requests answered within".into(),
+            x_scale: Scale::Log,
+            y_scale: Scale::Linear,
+            plot: Plot::Lines(series),
+            note: note.into(),
+        }
+    }
+
     /// Names of the series, in legend order.
     pub fn series_names(&self) -> Vec<String> {
         match &self.plot {
@@ -271,97 +309,122 @@ impl Chart {
         series: &[Bars],
         styles: &[Style],
     ) {
+        let groups = self.bar_panels(categories.len(), series);
+        let n = groups.len() as f64;
+        let panel_w = (PLOT_W - PANEL_GAP * (n - 1.0)) / n;
+        for (gi, cats) in groups.iter().enumerate() {
+            let x0 = f.x0 + gi as f64 * (panel_w + PANEL_GAP);
+            let frame = Frame { x0, x1: x0 + panel_w, ..f };
+            let panel = BarPanel { frame, width: panel_w, cats, series, styles, first: gi == 0 };
+            self.render_bar_panel(svg, &panel, categories);
+        }
+    }
+
+    /// The categories of each panel: one panel per category when the bars span more than
+    /// `PANEL_RATIO` and the small bars sit in another category than the large ones (so each
+    /// gets an axis of its own), else one panel with every category.
+    fn bar_panels(&self, categories: usize, series: &[Bars]) -> Vec<Vec<usize>> {
         let bars = series.iter().flat_map(|b| b.values.iter().copied());
         let (lo, hi) = bars
             .filter(|v| v.is_finite() && *v > 0.0)
             .fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
-        // Panels help when the small bars sit in another category than the large ones.
-        let tops: Vec<f64> = (0..categories.len())
+        let tops: Vec<f64> = (0..categories)
             .map(|ci| series.iter().filter_map(|b| b.values.get(ci).copied()).fold(0.0, f64::max))
             .filter(|t| *t > 0.0)
             .collect();
         let (top_lo, top_hi) =
             tops.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &t| (a.min(t), b.max(t)));
         let panels = self.y_scale != Scale::Log
-            && categories.len() > 1
+            && categories > 1
             && hi > PANEL_RATIO * lo
             && top_hi > PANEL_TOPS_RATIO * top_lo;
-        let groups: Vec<Vec<usize>> = if panels {
-            (0..categories.len()).map(|c| vec![c]).collect()
+        if panels {
+            (0..categories).map(|c| vec![c]).collect()
         } else {
-            vec![(0..categories.len()).collect()]
-        };
-        let n = groups.len() as f64;
-        let panel_w = (PLOT_W - PANEL_GAP * (n - 1.0)) / n;
-        for (gi, cats) in groups.iter().enumerate() {
-            let x0 = f.x0 + gi as f64 * (panel_w + PANEL_GAP);
-            let frame = Frame { x0, x1: x0 + panel_w, ..f };
-            let values = cats.iter().flat_map(|&ci| {
-                series.iter().flat_map(move |b| {
-                    let v = b.values.get(ci).copied();
-                    let s = b.spread.get(ci).map(|s| s.1);
-                    [v, s].into_iter().flatten()
-                })
-            });
-            let y = Axis::fit(values, self.y_scale);
-            self.render_frame(svg, frame, None, &y, gi == 0);
-            let group_w = panel_w / cats.len().max(1) as f64;
-            let bar_w = group_w * 0.8 / series.len().max(1) as f64;
-            for (k, &ci) in cats.iter().enumerate() {
-                let _ = write!(
-                    svg,
-                    r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                    x0 + group_w * (k as f64 + 0.5),
-                    f.y1 + 16.0,
-                    esc(&categories[ci])
-                );
+            vec![(0..categories).collect()]
+        }
+    }
+
+    /// One panel: its frame and y axis, the category labels under it, and each series' bars.
+    fn render_bar_panel(&self, svg: &mut String, p: &BarPanel, categories: &[String]) {
+        let values = p.cats.iter().flat_map(|&ci| {
+            p.series.iter().flat_map(move |b| {
+                let v = b.values.get(ci).copied();
+                let s = b.spread.get(ci).map(|s| s.1);
+                [v, s].into_iter().flatten()
+            })
+        });
+        let y = Axis::fit(values, self.y_scale);
+        self.render_frame(svg, p.frame, None, &y, p.first);
+        let group_w = p.width / p.cats.len().max(1) as f64;
+        let bar_w = group_w * 0.8 / p.series.len().max(1) as f64;
+        for (k, &ci) in p.cats.iter().enumerate() {
+            let _ = write!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                p.frame.x0 + group_w * (k as f64 + 0.5),
+                p.frame.y1 + 16.0,
+                esc(&categories[ci])
+            );
+        }
+        let base =
+            p.frame.py(&y, if self.y_scale == Scale::Log { y.min } else { 0.0f64.max(y.min) });
+        for (si, (b, st)) in p.series.iter().zip(p.styles).enumerate() {
+            let color = &st.color;
+            let _ = write!(
+                svg,
+                r#"<g class="series" data-series="{}" data-color="{color}">"#,
+                esc(&b.name)
+            );
+            for (k, &ci) in p.cats.iter().enumerate() {
+                let Some(&v) = b.values.get(ci) else { continue };
+                let bx = p.frame.x0 + group_w * k as f64 + group_w * 0.1 + bar_w * si as f64;
+                let spot = BarSpot { frame: p.frame, y: &y, x: bx, width: bar_w, base, color };
+                self.render_bar(svg, &spot, &b.name, v, b.spread.get(ci).copied());
             }
-            let base =
-                frame.py(&y, if self.y_scale == Scale::Log { y.min } else { 0.0f64.max(y.min) });
-            for (si, (b, st)) in series.iter().zip(styles).enumerate() {
-                let color = &st.color;
-                let _ = write!(
-                    svg,
-                    r#"<g class="series" data-series="{}" data-color="{color}">"#,
-                    esc(&b.name)
-                );
-                for (k, &ci) in cats.iter().enumerate() {
-                    let Some(&v) = b.values.get(ci) else { continue };
-                    let bx = x0 + group_w * k as f64 + group_w * 0.1 + bar_w * si as f64;
-                    if v.is_nan() {
-                        // No measurement (the cell failed): say so where its bar would stand.
-                        let _ = write!(
-                            svg,
-                            r##"<text class="missing" x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10" fill="{color}">n/a<title>{}: no measurement</title></text>"##,
-                            bx + bar_w * 0.46,
-                            base - 4.0,
-                            esc(&b.name)
-                        );
-                        continue;
-                    }
-                    if !usable(v, self.y_scale) {
-                        continue;
-                    }
-                    let top = frame.py(&y, v);
-                    let spread = b.spread.get(ci).copied();
-                    let range = spread.map_or(String::new(), |(a, z)| {
-                        format!(" (min {}, max {})", label(a), label(z))
-                    });
-                    let _ = write!(
-                        svg,
-                        r#"<rect x="{bx:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{}: {}{range}</title></rect>"#,
-                        bar_w * 0.92,
-                        (base - top).max(0.0),
-                        esc(&b.name),
-                        label(v)
-                    );
-                    if let Some((a, z)) = spread {
-                        let cx = bx + bar_w * 0.46;
-                        whisker(svg, cx, frame.py(&y, a), frame.py(&y, z), "#222");
-                    }
-                }
-                svg.push_str("</g>");
-            }
+            svg.push_str("</g>");
+        }
+    }
+
+    /// One bar (with its whisker when it has a spread), or "n/a" where a failed cell's bar
+    /// would stand.
+    fn render_bar(
+        &self,
+        svg: &mut String,
+        at: &BarSpot,
+        name: &str,
+        v: f64,
+        spread: Option<Range>,
+    ) {
+        let (frame, y, bx, bar_w, color) = (at.frame, at.y, at.x, at.width, at.color);
+        if v.is_nan() {
+            // No measurement (the cell failed): say so where its bar would stand.
+            let _ = write!(
+                svg,
+                r##"<text class="missing" x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10" fill="{color}">n/a<title>{}: no measurement</title></text>"##,
+                bx + bar_w * 0.46,
+                at.base - 4.0,
+                esc(name)
+            );
+            return;
+        }
+        if !usable(v, self.y_scale) {
+            return;
+        }
+        let top = frame.py(y, v);
+        let range =
+            spread.map_or(String::new(), |(a, z)| format!(" (min {}, max {})", label(a), label(z)));
+        let _ = write!(
+            svg,
+            r#"<rect x="{bx:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{}: {}{range}</title></rect>"#,
+            bar_w * 0.92,
+            (at.base - top).max(0.0),
+            esc(name),
+            label(v)
+        );
+        if let Some((a, z)) = spread {
+            let cx = bx + bar_w * 0.46;
+            whisker(svg, cx, frame.py(y, a), frame.py(y, z), "#222");
         }
     }
 

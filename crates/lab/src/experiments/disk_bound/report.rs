@@ -12,7 +12,7 @@ use crate::experiments::{Lab, failures_section};
 use crate::load::Measurement;
 use crate::report::csv::{Csv, num};
 use crate::report::markdown::table;
-use crate::stats::{Spread, cdf_note, fmt, median, ratio, whiskers_note};
+use crate::stats::{Spread, cdf_note, fmt, median, ratio, spread, whiskers_note};
 use crate::svg::{Bars, Chart, Plot, Scale, Series};
 use crate::verdict::{Cmp, judge, ratios};
 
@@ -58,7 +58,7 @@ pub fn outputs(
     );
     let mut s = lab
         .summary_head("E4 disk-bound static workload (DeBox 2004, Table 7 and Fig 11)", &workload);
-    s.push_str("Per model: percentiles and mean (medians over rounds, min–max in brackets when there are several), **timeouts** (no answer within 30 s), **disk reads/s** and **MB read/s** while measured, **read amplification** (bytes read from the disk over the warm-up and the measurement ÷ bytes of the distinct files those requests asked for: 1.00 = every needed byte read once; FUSE models count the slow disk's own READ bytes, iops the blkio cgroup's io_service_bytes, which include metadata blocks and readahead), **disk busy %** (FUSE: the share of arm time serving requests; iops: reads/s ÷ the throttle).\n\n");
+    s.push_str("Per model: percentiles and mean (medians over rounds, min–max in brackets when there are several), **timeouts** (no answer within 30 s), **disk reads/s** and **MB read/s** while measured, **read amplification** (bytes read from the disk over the warm-up and the measurement ÷ bytes of the distinct files those requests asked for: 1.00 = every needed byte read once; FUSE models count the slow disk's own READ bytes, iops the blkio cgroup's io_service_bytes, which include metadata blocks and readahead), **page floor** (the least read amplification a server reading whole pages can reach on that run: the bytes its distinct files take rounded up to whole 4 KiB pages ÷ their bytes; small files put it above 1, and a read amplification near it is as good as reads of whole pages get), **disk busy %** (FUSE: the share of arm time serving requests; iops: reads/s ÷ the throttle).\n\n");
     s.push_str("Paper (Table 7, FreeBSD, 3.3 GB, 2300 req/s), ms 5% / median / 95% / mean: New Flash 0.37 / 0.79 / 7.45 / 7.56; New Flash 4p 0.38 / 0.82 / 7.51 / 7.72; Old Flash 3.36 / 37.59 / 326.40 / 92.37; Old Flash 4p 7.05 / 142.65 / 1924.42 / 420.85; Apache 150p 0.70 / 6.64 / 1599.50 / 360.62; Apache 300p 0.78 / 124.98 / 2201.63 / 545.93.\n\n");
     for run in runs {
         let figures = figures(lab, p, run, &labels)?;
@@ -133,18 +133,6 @@ fn med(run: &ModelRun, server: &str, rate: f64, f: Stat) -> f64 {
 fn med_cell(run: &ModelRun, server: &str, rate: f64, f: fn(&DiskCell) -> Option<f64>) -> f64 {
     let v: Vec<f64> = cells(run, server, rate).into_iter().filter_map(f).collect();
     median(&v)
-}
-
-/// `median` or `median (min–max)` when the rounds differ.
-fn spread(v: &[f64], decimals: usize) -> String {
-    let finite: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    let m = fmt(median(&finite), decimals);
-    if finite.len() < 2 {
-        return m;
-    }
-    let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{m} ({}–{})", fmt(lo, decimals), fmt(hi, decimals))
 }
 
 fn capacity(run: &ModelRun, server: &str) -> f64 {
@@ -292,9 +280,21 @@ fn top_rate_figures(
     (top, rounds): (f64, u32),
     subtitle: &str,
 ) -> Result<Vec<String>, String> {
-    let io = |e: std::io::Error| e.to_string();
-    let model = &run.emu.name;
     let subtitle = format!("{top} req/s; {subtitle}");
+    let cdf = cdf_figure(lab, run, labels, top, subtitle.clone())?;
+    let bars = table7_figure(lab, run, labels, (top, rounds), subtitle)?;
+    Ok(vec![cdf, bars])
+}
+
+/// The response-time CDF of each server at `top` req/s (its last round).
+fn cdf_figure(
+    lab: &mut Lab,
+    run: &ModelRun,
+    labels: &[String],
+    top: f64,
+    subtitle: String,
+) -> Result<String, String> {
+    let model = &run.emu.name;
     let measured = cdf_measured(run, labels, top);
     let cdf: Vec<Series> = labels
         .iter()
@@ -303,25 +303,24 @@ fn top_rate_figures(
             Series::new(l.clone(), m.map_or(Vec::new(), |m| m.cdf().0))
         })
         .collect();
-    let cdf = lab
-        .run
-        .write_chart(
-            &format!("latency-cdf-{model}"),
-            &Chart {
-                title: format!(
-                    "Disk-bound workload on {model}: response-time CDF{}",
-                    if measured { "" } else { " (through 8 percentiles only)" }
-                ),
-                subtitle: subtitle.clone(),
-                x_label: "response time (ms, log scale)".into(),
-                y_label: "fraction of requests answered within".into(),
-                x_scale: Scale::Log,
-                y_scale: Scale::Linear,
-                plot: Plot::Lines(cdf),
-                note: cdf_note(measured).into(),
-            },
-        )
-        .map_err(io)?;
+    let title = format!(
+        "Disk-bound workload on {model}: response-time CDF{}",
+        if measured { "" } else { " (through 8 percentiles only)" }
+    );
+    let chart = Chart::latency_cdf(title, subtitle, cdf, cdf_note(measured));
+    lab.run.write_chart(&format!("latency-cdf-{model}"), &chart).map_err(|e| e.to_string())
+}
+
+/// Table 7's statistics (5 %, median, 95 %, mean) of each server at `top` req/s as bars:
+/// medians over the rounds with their min–max.
+fn table7_figure(
+    lab: &mut Lab,
+    run: &ModelRun,
+    labels: &[String],
+    (top, rounds): (f64, u32),
+    subtitle: String,
+) -> Result<String, String> {
+    let model = &run.emu.name;
     let stats: [(&str, Stat); 4] = [
         ("5%", |m| m.latency.p5),
         ("median", |m| m.latency.p50),
@@ -340,28 +339,19 @@ fn top_rate_figures(
             }
         })
         .collect();
-    let bars = lab
-        .run
-        .write_chart(
-            &format!("latency-summary-{model}"),
-            &Chart {
-                title: format!(
-                    "Disk-bound workload on {model}: latency 5% / median / 95% / mean (Table 7)"
-                ),
-                subtitle,
-                x_label: "statistic".into(),
-                y_label: "response time (ms, log scale)".into(),
-                x_scale: Scale::Linear,
-                y_scale: Scale::Log,
-                plot: Plot::Bars {
-                    categories: stats.iter().map(|(n, _)| n.to_string()).collect(),
-                    series,
-                },
-                note: whiskers_note(rounds, "bar"),
-            },
-        )
-        .map_err(io)?;
-    Ok(vec![cdf, bars])
+    let chart = Chart {
+        title: format!(
+            "Disk-bound workload on {model}: latency 5% / median / 95% / mean (Table 7)"
+        ),
+        subtitle,
+        x_label: "statistic".into(),
+        y_label: "response time (ms, log scale)".into(),
+        x_scale: Scale::Linear,
+        y_scale: Scale::Log,
+        plot: Plot::Bars { categories: stats.iter().map(|(n, _)| n.to_string()).collect(), series },
+        note: whiskers_note(rounds, "bar"),
+    };
+    lab.run.write_chart(&format!("latency-summary-{model}"), &chart).map_err(|e| e.to_string())
 }
 
 /// The measurement whose CDF is drawn for `server` at `rate`: its last round's.
@@ -430,24 +420,46 @@ fn section(
     quick: bool,
 ) -> String {
     let emu = &run.emu;
-    let fuse = emu.method == Method::Fuse;
     let mut s = format!("## Disk model {}\n\nDisk: {}\n\n", emu.name, emu.describe());
-    match &run.reference {
-        Some((name, cap)) => s.push_str(&format!(
+    s.push_str(&rates_part(run, labels));
+    s.push_str(&per_rate_part(run, labels, peers));
+    s.push_str(&below_throttle(run));
+    s.push_str(&windows_part(run, labels, peers, p));
+    s.push_str(&figures_line(run, labels, figures));
+    if let Some(top) = top_rate(run) {
+        s.push_str(&format!("### Compared with the paper ({top} req/s)\n\n"));
+        s.push_str(&comparison(run, labels, top, quick));
+    }
+    s.push_str(&who_blocked(run, labels));
+    s
+}
+
+/// The rates and where they came from, with each server's capacity when they were derived
+/// from the capacities.
+fn rates_part(run: &ModelRun, labels: &[String]) -> String {
+    let mut s = match &run.reference {
+        Some((name, cap)) => format!(
             "Rates: {} req/s, 40 % to 90 % of {name}'s capacity here ({cap:.0} req/s: the best peer's, or without peers the best other server's; each server's capacity was measured first, closed loop, same clients).\n\n",
             run.rates.iter().map(|r| fmt(*r, 0)).collect::<Vec<_>>().join(", ")
-        )),
-        None => s.push_str(&format!(
+        ),
+        None => format!(
             "Rates: {} req/s (given).\n\n",
             run.rates.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
-        )),
-    }
+        ),
+    };
     if run.reference.is_some() {
         let caps: Vec<Vec<String>> =
             labels.iter().map(|l| vec![l.clone(), fmt(capacity(run, l), 0)]).collect();
         s.push_str(&table(&["server", "capacity req/s"], &caps));
         s.push('\n');
     }
+    s
+}
+
+/// A part per rate (its cold share, table and standing), then the claim over the rates.
+fn per_rate_part(run: &ModelRun, labels: &[String], peers: &[bool]) -> String {
+    let fuse = run.emu.method == Method::Fuse;
+    let mut s = String::new();
     let mut claims = Vec::new();
     for (i, &rate) in run.rates.iter().enumerate() {
         s.push_str(&format!(
@@ -469,35 +481,39 @@ fn section(
         s.push('\n');
     }
     s.push_str(&claim("rate", &claims));
-    if let Some(iops) = emu.read_iops.filter(|_| emu.applied()) {
-        let busiest = run
-            .rows
-            .iter()
-            .filter(|r| r.phase == Phase::FixedRate)
-            .filter_map(|r| r.cell.disk_reads_per_s())
-            .fold(0.0, f64::max);
-        if busiest < 0.8 * f64::from(iops) {
-            s.push_str(&format!(
-                "\n**Below the throttle**: no server issued more than {busiest:.0} disk reads/s while measured, under the {iops} reads/s throttle. The blkio throttle delays reads only above its rate; below it a miss costs this machine's fast disk, so these latencies show no disk-bound tail. Raise --rates or --dataset, steepen the trace (--class-mix, --zipf), or lower --read-iops, to load the emulated disk.\n"
-            ));
-        }
+    s
+}
+
+/// A warning when the blkio throttle was never approached (empty otherwise).
+fn below_throttle(run: &ModelRun) -> String {
+    let emu = &run.emu;
+    let Some(iops) = emu.read_iops.filter(|_| emu.applied()) else { return String::new() };
+    let busiest = run
+        .rows
+        .iter()
+        .filter(|r| r.phase == Phase::FixedRate)
+        .filter_map(|r| r.cell.disk_reads_per_s())
+        .fold(0.0, f64::max);
+    if busiest >= 0.8 * f64::from(iops) {
+        return String::new();
     }
-    s.push_str(&windows_part(run, labels, peers, p));
-    s.push_str("\nFigures: ");
-    s.push_str(&figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", "));
+    format!(
+        "\n**Below the throttle**: no server issued more than {busiest:.0} disk reads/s while measured, under the {iops} reads/s throttle. The blkio throttle delays reads only above its rate; below it a miss costs this machine's fast disk, so these latencies show no disk-bound tail. Raise --rates or --dataset, steepen the trace (--class-mix, --zipf), or lower --read-iops, to load the emulated disk.\n"
+    )
+}
+
+/// The links to the model's figures and what they draw.
+fn figures_line(run: &ModelRun, labels: &[String], figures: &[String]) -> String {
+    let links = figures.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(", ");
     let cdf = match top_rate(run) {
         Some(top) if !cdf_measured(run, labels, top) => {
             "passes through the 8 percentiles ampload reported (min, 5, 50, 90, 95, 99, 99.9 %, max; this run predates ampload's histogram export), last round"
         }
         _ => "is each server's measured latency histogram, last round",
     };
-    s.push_str(&format!(" (the CDF, at the highest rate, {cdf}; lines and bars are medians over rounds with min–max whiskers).\n\n"));
-    if let Some(top) = top_rate(run) {
-        s.push_str(&format!("### Compared with the paper ({top} req/s)\n\n"));
-        s.push_str(&comparison(run, labels, top, quick));
-    }
-    s.push_str(&who_blocked(run, labels));
-    s
+    format!(
+        "\nFigures: {links} (the CDF, at the highest rate, {cdf}; lines and bars are medians over rounds with min–max whiskers).\n\n"
+    )
 }
 
 /// "Who blocked where": each server's profile over its last fixed-rate run at the highest
@@ -554,6 +570,7 @@ fn rate_table(run: &ModelRun, labels: &[String], rate: f64, fuse: bool) -> Strin
                 fmt(c(DiskCell::disk_reads_per_s), 0),
                 fmt(c(DiskCell::disk_bytes_per_s) / 1e6, 2),
                 fmt(c(|c| c.read_amplification), 2),
+                fmt(c(|c| c.read_amplification_floor), 2),
                 if fuse || run.emu.read_iops.is_some() {
                     fmt(c(|c| c.measured_disk_busy) * 100.0, 0)
                 } else {
@@ -577,6 +594,7 @@ fn rate_table(run: &ModelRun, labels: &[String], rate: f64, fuse: bool) -> Strin
             "disk reads/s",
             "MB read/s",
             "read amplification",
+            "page floor",
             "disk busy %",
         ],
         &rows,
@@ -611,7 +629,6 @@ fn windows_part(run: &ModelRun, labels: &[String], peers: &[bool], p: &Params) -
     let Some(first) = run.rows.iter().find(|r| r.phase == Phase::Windows) else {
         return String::new();
     };
-    let n = run.rows.iter().map(|r| r.cell.windows.len()).max().unwrap_or(0);
     let how = match p.windows_from {
         WindowSource::OneRun => format!(
             "was loaded by one ampload run whose consecutive {window_s} s windows (`--interval --interval-by start`, from the moment its schedule started) each hold the requests due in them, however late they were answered; a window's disk reads are those the disk served while it lasted (results.csv: `windows` rows, `t_start_s`/`t_end_s` in seconds since the cold server answered its probe)"
@@ -619,11 +636,45 @@ fn windows_part(run: &ModelRun, labels: &[String], peers: &[bool], p: &Params) -
         WindowSource::SeparateRuns => "was measured in consecutive windows, one ampload run each, back to back (each opening its connections anew; the times are as scheduled, results.csv has when each really started and ended, a window whose answers came late ending late), the request stream continuing from one to the next".to_string(),
     };
     let mut s = format!(
-        "\n### Latency over time from a cold start ({} req/s)\n\nEach server started cold (the page cache dropped) and {how}; 95% / mean ms per window (medians over rounds, min–max in brackets when there are several), and over the whole run its read amplification:\n\n",
+        "\n### Latency over time from a cold start ({} req/s)\n\nEach server started cold (the page cache dropped) and {how}; 95% / mean ms per window (medians over rounds, min–max in brackets when there are several), and over the whole run its read amplification beside its page-rounded floor:\n\n",
         first.rate.unwrap_or(0.0)
     );
-    let mut header = vec!["window (s)".to_string()];
-    header.extend(servers.iter().map(|(l, _)| l.to_string()));
+    let (mut body, claims) = window_rows(run, &servers, window_s);
+    for (name, f) in [
+        ("read amplification", (|c: &DiskCell| c.read_amplification) as fn(&DiskCell) -> _),
+        ("page floor", |c| c.read_amplification_floor),
+    ] {
+        let mut row = vec![name.to_string()];
+        row.extend(servers.iter().map(|(l, _)| {
+            let v: Vec<f64> = window_cells(run, l).iter().filter_map(|c| f(c)).collect();
+            spread(&v, 2)
+        }));
+        body.push(row);
+    }
+    let mut header = vec!["window (s)"];
+    header.extend(servers.iter().map(|(l, _)| l.as_str()));
+    s.push_str(&table(&header, &body));
+    s.push('\n');
+    for (label, st) in &claims {
+        if let Some(st) = st {
+            s.push_str(&standing_line(label, st));
+        }
+    }
+    s.push_str(&claim("window", &claims));
+    s
+}
+
+/// Each cell's (rate or window) label and standing, for [`claim`].
+type Claims = Vec<(String, Option<Standing>)>;
+
+/// A row per window (its scheduled times, then each server's 95% / mean), and the standing
+/// in each window.
+fn window_rows(
+    run: &ModelRun,
+    servers: &[(&String, bool)],
+    window_s: f64,
+) -> (Vec<Vec<String>>, Claims) {
+    let n = run.rows.iter().map(|r| r.cell.windows.len()).max().unwrap_or(0);
     let mut body = Vec::new();
     let mut claims = Vec::new();
     for i in 0..n {
@@ -632,7 +683,7 @@ fn windows_part(run: &ModelRun, labels: &[String], peers: &[bool], p: &Params) -
             format!("{}–{}", fmt(i as f64 * window_s, 1), fmt((i + 1) as f64 * window_s, 1));
         let mut row = vec![label.clone()];
         let mut entries = Vec::new();
-        for (l, peer) in &servers {
+        for (l, peer) in servers {
             let p95 = window_values(run, l, i, |m| m.latency.p95);
             let mean = window_values(run, l, i, |m| m.latency.mean);
             row.push(format!("{} / {}", spread(&p95, 1), spread(&mean, 1)));
@@ -646,23 +697,7 @@ fn windows_part(run: &ModelRun, labels: &[String], peers: &[bool], p: &Params) -
         body.push(row);
         claims.push((format!("the {label} s window"), standing::standing(&entries, "amped")));
     }
-    let mut amp = vec!["read amplification".to_string()];
-    amp.extend(servers.iter().map(|(l, _)| {
-        let v: Vec<f64> =
-            window_cells(run, l).iter().filter_map(|c| c.read_amplification).collect();
-        spread(&v, 2)
-    }));
-    body.push(amp);
-    let h: Vec<&str> = header.iter().map(String::as_str).collect();
-    s.push_str(&table(&h, &body));
-    s.push('\n');
-    for (label, st) in &claims {
-        if let Some(st) = st {
-            s.push_str(&standing_line(label, st));
-        }
-    }
-    s.push_str(&claim("window", &claims));
-    s
+    (body, claims)
 }
 
 fn comparison(run: &ModelRun, labels: &[String], rate: f64, quick: bool) -> String {

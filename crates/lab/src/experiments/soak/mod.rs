@@ -316,37 +316,12 @@ fn load(
     out.fds_start_kinds = procstat::fd_kinds(pgid);
     let mutations = std::thread::scope(|s| {
         let sh = &sh;
-        let mut handles = Vec::new();
         let mut id = seed;
         let mut next_id = || {
             id = id.wrapping_add(0x9E37_79B9);
             id
         };
-        for (count, mix, name) in [
-            (knobs.keepalive_clients, workers::KEEPALIVE, "keep-alive"),
-            (knobs.close_clients, workers::CLOSE, "close"),
-            (knobs.large_clients, workers::LARGE, "large"),
-        ] {
-            for _ in 0..count {
-                let id = next_id();
-                handles.push(s.spawn(move || workers::file_client(sh, name, mix, id)));
-            }
-        }
-        for _ in 0..knobs.slow_readers {
-            let id = next_id();
-            handles.push(s.spawn(move || workers::slow_reader(sh, id)));
-        }
-        for _ in 0..knobs.slowloris {
-            let id = next_id();
-            handles.push(s.spawn(move || workers::slowloris(sh, id)));
-        }
-        for _ in 0..knobs.endless_slowloris {
-            handles.push(s.spawn(move || workers::endless_slowloris(sh)));
-        }
-        for _ in 0..knobs.malformed_clients {
-            let id = next_id();
-            handles.push(s.spawn(move || workers::malformed(sh, id)));
-        }
+        let handles = spawn_clients(s, sh, &mut next_id);
         let mutator_seed = next_id();
         let mutator = s.spawn(move || {
             let every = Duration::from_millis(knobs.mutate_every_ms);
@@ -356,8 +331,56 @@ fn load(
         mutator.join().unwrap_or_default()
     });
     out.mutations = mutations;
-    // Idle: what the server keeps once the load is gone.
-    let idle_until = Instant::now() + Duration::from_secs_f64(knobs.idle_after_s);
+    idle_and_stop(out, server, &sh, quit);
+    out.tally = sh.tally.into_inner().unwrap_or_default();
+}
+
+/// Starts every client thread the knobs ask for, each with its own seed from `next_id`.
+fn spawn_clients<'scope, 'env>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    sh: &'scope Shared<'env>,
+    next_id: &mut impl FnMut() -> u64,
+) -> Vec<std::thread::ScopedJoinHandle<'scope, ()>> {
+    let knobs = sh.knobs;
+    let mut handles = Vec::new();
+    for (count, mix, name) in [
+        (knobs.keepalive_clients, workers::KEEPALIVE, "keep-alive"),
+        (knobs.close_clients, workers::CLOSE, "close"),
+        (knobs.large_clients, workers::LARGE, "large"),
+    ] {
+        for _ in 0..count {
+            let id = next_id();
+            handles.push(s.spawn(move || workers::file_client(sh, name, mix, id)));
+        }
+    }
+    for _ in 0..knobs.slow_readers {
+        let id = next_id();
+        handles.push(s.spawn(move || workers::slow_reader(sh, id)));
+    }
+    for _ in 0..knobs.slowloris {
+        let id = next_id();
+        handles.push(s.spawn(move || workers::slowloris(sh, id)));
+    }
+    for _ in 0..knobs.endless_slowloris {
+        handles.push(s.spawn(move || workers::endless_slowloris(sh)));
+    }
+    for _ in 0..knobs.malformed_clients {
+        let id = next_id();
+        handles.push(s.spawn(move || workers::malformed(sh, id)));
+    }
+    handles
+}
+
+/// Leaves the server idle for the knobs' while (what it keeps once the load is gone), takes
+/// the last sample and fd kinds, notes whether it survived, and stops it.
+fn idle_and_stop(
+    out: &mut ServerSoak,
+    mut server: RunningServer,
+    sh: &Shared<'_>,
+    quit: &AtomicBool,
+) {
+    let pgid = server.pgid();
+    let idle_until = Instant::now() + Duration::from_secs_f64(sh.knobs.idle_after_s);
     while Instant::now() < idle_until && !quit.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -369,7 +392,6 @@ fn load(
             Some(format!("the server exited during the soak (log: {})", server.log.display()));
     }
     server.stop();
-    out.tally = sh.tally.into_inner().unwrap_or_default();
 }
 
 /// The main thread's part: samples, signals and the deadline, then the bounded drain.

@@ -225,6 +225,13 @@ pub fn outputs(
 ) -> Result<String, String> {
     let io = |e: std::io::Error| format!("cannot write results: {e}");
     lab.run.write("results.csv", &results_csv(results)).map_err(io)?;
+    lab.run.write("samples.csv", &samples_csv(results)).map_err(io)?;
+    let figures = over_time_figures(lab, k, results).map_err(io)?;
+    Ok(summary(lab, k, results, notes, &figures))
+}
+
+/// samples.csv: each server's RSS, descriptors and processes over the soak.
+fn samples_csv(results: &[ServerSoak]) -> String {
     let mut samples = Csv::new(&["server", "t_s", "rss_kb", "fds", "procs"]);
     for r in results {
         for s in &r.samples {
@@ -237,7 +244,15 @@ pub fn outputs(
             ]);
         }
     }
-    lab.run.write("samples.csv", &samples.render()).map_err(io)?;
+    samples.render()
+}
+
+/// The RSS and descriptors over time, a line per server with samples.
+fn over_time_figures(
+    lab: &mut Lab,
+    k: &Knobs,
+    results: &[ServerSoak],
+) -> std::io::Result<Vec<String>> {
     let subtitle = format!(
         "soak, {} s per server: {} clients (keep-alive, close, large, slow readers, slowloris, malformed), files changed every {} ms",
         k.duration_s,
@@ -279,72 +294,82 @@ pub fn outputs(
             plot: Plot::Lines(series),
             note: String::new(),
         };
-        figures.push(lab.run.write_chart(name, &chart).map_err(io)?);
+        figures.push(lab.run.write_chart(name, &chart)?);
     }
-    Ok(summary(lab, k, results, notes, &figures))
+    Ok(figures)
 }
 
+/// results.csv's columns after the outcomes' counts.
+const RESULT_COLUMNS: [&str; 23] = [
+    "keepalive_retries",
+    "bodies_checked",
+    "body_bytes_checked",
+    "mismatched_answers",
+    "mismatched_bytes",
+    "stale_max_s",
+    "rss_start_kb",
+    "rss_end_kb",
+    "rss_max_kb",
+    "fds_start",
+    "fds_end",
+    "fds_max",
+    "max_procs",
+    "signal",
+    "signals_sent",
+    "renamed",
+    "truncated",
+    "recreated",
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "alive_at_end",
+    "pass",
+    "verdict",
+];
+
+/// results.csv: a row per server, its outcomes' counts and then [`RESULT_COLUMNS`].
 fn results_csv(results: &[ServerSoak]) -> String {
     let mut header = vec!["server", "requests"];
     header.extend(Outcome::ALL.iter().map(|o| o.name()));
-    header.extend([
-        "keepalive_retries",
-        "bodies_checked",
-        "body_bytes_checked",
-        "mismatched_answers",
-        "mismatched_bytes",
-        "stale_max_s",
-        "rss_start_kb",
-        "rss_end_kb",
-        "rss_max_kb",
-        "fds_start",
-        "fds_end",
-        "fds_max",
-        "max_procs",
-        "signal",
-        "signals_sent",
-        "renamed",
-        "truncated",
-        "recreated",
-        "latency_p50_ms",
-        "latency_p99_ms",
-        "alive_at_end",
-        "pass",
-        "verdict",
-    ]);
+    header.extend(RESULT_COLUMNS);
     let mut csv = Csv::new(&header);
     for r in results {
         let t = &r.tally;
         let mut row = vec![r.label.clone(), t.total().to_string()];
         row.extend(Outcome::ALL.iter().map(|&o| t.count(o).to_string()));
-        row.extend([
-            t.keepalive_retries.to_string(),
-            t.bodies_checked.to_string(),
-            t.body_bytes_checked.to_string(),
-            t.mismatched_answers.to_string(),
-            t.mismatched_bytes.to_string(),
-            num(t.stale_max_s),
-            r.rss_kb.start.to_string(),
-            r.rss_kb.end.to_string(),
-            r.rss_kb.max.to_string(),
-            r.fds.start.to_string(),
-            r.fds.end.to_string(),
-            r.fds.max.to_string(),
-            r.max_procs.to_string(),
-            r.signals.signal.clone().unwrap_or_default(),
-            r.signals.sent.to_string(),
-            r.mutations.renamed.to_string(),
-            r.mutations.truncated.to_string(),
-            r.mutations.recreated.to_string(),
-            num(r.latency_ms.0),
-            num(r.latency_ms.1),
-            r.alive_at_end.to_string(),
-            r.verdict.pass.to_string(),
-            r.verdict.line.clone(),
-        ]);
+        row.extend(result_columns(r));
         csv.row(row);
     }
     csv.render()
+}
+
+/// One server's values of [`RESULT_COLUMNS`], in order.
+fn result_columns(r: &ServerSoak) -> [String; 23] {
+    let t = &r.tally;
+    [
+        t.keepalive_retries.to_string(),
+        t.bodies_checked.to_string(),
+        t.body_bytes_checked.to_string(),
+        t.mismatched_answers.to_string(),
+        t.mismatched_bytes.to_string(),
+        num(t.stale_max_s),
+        r.rss_kb.start.to_string(),
+        r.rss_kb.end.to_string(),
+        r.rss_kb.max.to_string(),
+        r.fds.start.to_string(),
+        r.fds.end.to_string(),
+        r.fds.max.to_string(),
+        r.max_procs.to_string(),
+        r.signals.signal.clone().unwrap_or_default(),
+        r.signals.sent.to_string(),
+        r.mutations.renamed.to_string(),
+        r.mutations.truncated.to_string(),
+        r.mutations.recreated.to_string(),
+        num(r.latency_ms.0),
+        num(r.latency_ms.1),
+        r.alive_at_end.to_string(),
+        r.verdict.pass.to_string(),
+        r.verdict.line.clone(),
+    ]
 }
 
 /// summary.md: the workload, the verdicts, then a section per table.

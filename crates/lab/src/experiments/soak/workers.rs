@@ -137,7 +137,25 @@ fn receive(
         }
         Err(_) => false,
     };
-    let end = sh.t();
+    let got = Got { head: &head, check: &check, complete, head_at, end: sh.t() };
+    count_answer(sh, client, req, start, &got, &what);
+    if complete && !head.close && !req.close { Next::KeepGoing } else { Next::Drop }
+}
+
+/// An answer as received: its head (at `head_at`), its body's check, whether the body came
+/// whole, and when it ended.
+struct Got<'a> {
+    head: &'a Head,
+    check: &'a BodyCheck,
+    complete: bool,
+    head_at: f64,
+    end: f64,
+}
+
+/// Judges an answer to `req` (sent at `start`) against the file's history and counts it: its
+/// checked bytes, its latency (small files of normal clients), and the judgement.
+fn count_answer(sh: &Shared<'_>, client: &str, req: Req, start: f64, got: &Got, what: &str) {
+    let Got { head, check, complete, head_at, end } = *got;
     let answer = Answer {
         status: head.status,
         declared: if req.head || head.content_length.is_some() {
@@ -164,11 +182,10 @@ fn receive(
         }
         let mut said = format!("{what} → {}", head.status);
         if j.outcome == Outcome::Mismatch {
-            said.push_str(&mismatch_detail(&head, &check, &history, complete, start, head_at));
+            said.push_str(&mismatch_detail(head, check, &history, complete, start, head_at));
         }
         t.record(client, &j, check.received, &said, end);
     }
-    if complete && !head.close && !req.close { Next::KeepGoing } else { Next::Drop }
 }
 
 /// Records a request that got no head: closed before answering is right if the file shrank
