@@ -198,7 +198,7 @@ pub fn rebuild(lab: &mut Lab, setup: &Value) -> Result<String, String> {
 /// Every (data set, server) cell of one disk model, data sets generated as needed.
 fn measure(lab: &mut Lab, emu: &DiskEmulation, p: &Params) -> Result<Vec<Row>, String> {
     let cells = measure_with(lab, emu, p, |lab, spec, s| {
-        (diskrun::run_one(lab, emu, spec, &s.set.root, &s.probe, &s.load, "cap"), ())
+        (diskrun::run_one(lab, emu, spec, &s.set.root, &s.probe, &s.load, "cap", &mut |_| {}), ())
     })?;
     Ok(cells
         .into_iter()

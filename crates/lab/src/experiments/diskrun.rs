@@ -684,23 +684,11 @@ impl Phase {
     }
 }
 
-/// Runs `spec` on `root` once, as the module doc says. `tag` names its cgroups.
-pub fn run_one(
-    lab: &Lab,
-    emu: &DiskEmulation,
-    spec: &ServerSpec,
-    root: &Path,
-    probe: &str,
-    load: &Load,
-    tag: &str,
-) -> DiskCell {
-    run_one_watched(lab, emu, spec, root, probe, load, tag, &mut |_| {})
-}
-
-/// [`run_one`], calling `started` once the server answers, before the warm-up (e.g. to
-/// sample its stats endpoint while the load runs).
+/// Runs `spec` on `root` once, as the module doc says. `tag` names its cgroups; `started` is
+/// called once the server answers, before the warm-up (e.g. to sample its stats endpoint
+/// while the load runs; `&mut |_| {}` when nothing is watched).
 #[allow(clippy::too_many_arguments)]
-pub fn run_one_watched(
+pub fn run_one(
     lab: &Lab,
     emu: &DiskEmulation,
     spec: &ServerSpec,

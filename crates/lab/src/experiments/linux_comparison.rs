@@ -141,8 +141,7 @@ fn measure(lab: &mut Lab, emu: &DiskEmulation, p: &Params) -> Result<Vec<Row>, S
         };
         let (root, probe, load) = (&s.set.root, &s.probe, &s.load);
         let run_spec = observable(spec);
-        let cell =
-            diskrun::run_one_watched(lab, emu, &run_spec, root, probe, load, "linux", &mut watch);
+        let cell = diskrun::run_one(lab, emu, &run_spec, root, probe, load, "linux", &mut watch);
         (cell, sampler.map(StageSampler::finish).unwrap_or_default())
     })?;
     Ok(cells

@@ -193,7 +193,16 @@ fn measure(
             for spec in lab.order(round) {
                 let what = format!("{}: {} (round {}/{})", w.name, spec.label, round + 1, p.rounds);
                 progress.step(&what, per_cell);
-                let cell = diskrun::run_one(lab, emu, &spec, &w.root, &w.urls[0], &load, "trace");
+                let cell = diskrun::run_one(
+                    lab,
+                    emu,
+                    &spec,
+                    &w.root,
+                    &w.urls[0],
+                    &load,
+                    "trace",
+                    &mut |_| {},
+                );
                 if let Some(m) = &cell.measurement {
                     progress.note(&format!(
                         "{}: {:.1} Mb/s, {:.0} req/s",

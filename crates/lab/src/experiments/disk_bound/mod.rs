@@ -304,7 +304,16 @@ impl Sweep<'_> {
                 ),
                 p.per_cell(p.capacity_s),
             );
-            let cell = diskrun::run_one(lab, emu, &spec, &self.root, &self.probe, load, "cap");
+            let cell = diskrun::run_one(
+                lab,
+                emu,
+                &spec,
+                &self.root,
+                &self.probe,
+                load,
+                "cap",
+                &mut |_| {},
+            );
             note(progress, &cell);
             rows.push(Row { round: 0, phase: Phase::Capacity, rate: None, cell });
         }
@@ -345,8 +354,16 @@ impl Sweep<'_> {
                         ),
                         p.per_cell(p.duration_s),
                     );
-                    let cell =
-                        diskrun::run_one(lab, emu, &spec, &self.root, &self.probe, load, "lat");
+                    let cell = diskrun::run_one(
+                        lab,
+                        emu,
+                        &spec,
+                        &self.root,
+                        &self.probe,
+                        load,
+                        "lat",
+                        &mut |_| {},
+                    );
                     note(progress, &cell);
                     rows.push(Row { round, phase: Phase::FixedRate, rate: Some(rate), cell });
                 }
