@@ -304,16 +304,7 @@ impl Sweep<'_> {
                 ),
                 p.per_cell(p.capacity_s),
             );
-            let cell = diskrun::run_one(
-                lab,
-                emu,
-                &spec,
-                &self.root,
-                &self.probe,
-                load,
-                "cap",
-                &mut |_| {},
-            );
+            let cell = self.run(&spec, load, "cap");
             note(progress, &cell);
             rows.push(Row { round: 0, phase: Phase::Capacity, rate: None, cell });
         }
@@ -329,6 +320,12 @@ impl Sweep<'_> {
             emu.name
         ));
         Ok((rates, name, cap))
+    }
+
+    /// One run of `spec` on this model's data set, its cgroups named by `tag`.
+    fn run(&self, spec: &ServerSpec, load: &Load, tag: &str) -> DiskCell {
+        let (root, probe) = (&self.root, &self.probe);
+        diskrun::run_one(self.lab, self.emu, spec, root, probe, load, tag, &mut |_| {})
     }
 
     /// Every round: each rate offered to each server (in the round's order).
@@ -354,16 +351,7 @@ impl Sweep<'_> {
                         ),
                         p.per_cell(p.duration_s),
                     );
-                    let cell = diskrun::run_one(
-                        lab,
-                        emu,
-                        &spec,
-                        &self.root,
-                        &self.probe,
-                        load,
-                        "lat",
-                        &mut |_| {},
-                    );
+                    let cell = self.run(&spec, load, "lat");
                     note(progress, &cell);
                     rows.push(Row { round, phase: Phase::FixedRate, rate: Some(rate), cell });
                 }
