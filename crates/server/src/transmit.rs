@@ -52,6 +52,11 @@ pub struct SendOptions {
     pub residency_test: bool,
     /// What a cold chunk becomes: a pipe fill or a read-ahead.
     pub read_path: ReadPath,
+    /// Return [`SendOutcome::Progress`] after each call that moved bytes without finishing,
+    /// instead of going on: a `pool` worker on a blocking socket, which looks between calls
+    /// for connections waiting for it (a client reading slowly but steadily would otherwise
+    /// keep it until the response ends).
+    pub yield_each_step: bool,
 }
 
 /// The result of a send attempt.
@@ -61,6 +66,8 @@ pub enum SendOutcome {
     Done,
     /// The socket buffer is full: wait until it is writable.
     WouldBlock,
+    /// Bytes went and more remain (only with [`SendOptions::yield_each_step`]): send again.
+    Progress,
     /// The next chunk is not in memory: run this job, hand its result to
     /// [`Outgoing::resume`], then send again.
     NotResident(Job),
@@ -167,6 +174,7 @@ impl Outgoing {
             });
             match step {
                 Ok(true) => return SendOutcome::Done,
+                Ok(false) if opts.yield_each_step => return SendOutcome::Progress,
                 Ok(false) => continue,
                 Err(Stop::WouldBlock) => {
                     if let Some(t) = self.resp.timeline.as_mut() {

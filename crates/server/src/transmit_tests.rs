@@ -58,7 +58,7 @@ fn response(head: &str, body: Body) -> Response {
 }
 
 fn opts(read_path: ReadPath) -> SendOptions {
-    SendOptions { zero_copy: true, residency_test: true, read_path }
+    SendOptions { zero_copy: true, residency_test: true, read_path, yield_each_step: false }
 }
 
 /// What one job asked for: its kind, offset and length.
@@ -94,7 +94,7 @@ fn drive(
                 drain(&mut got);
                 return (got, asked, None);
             }
-            SendOutcome::WouldBlock => drain(&mut got),
+            SendOutcome::WouldBlock | SendOutcome::Progress => drain(&mut got),
             SendOutcome::NotResident(job) => {
                 asked.push(match &job {
                     Job::Fill { offset, len, .. } => Asked::Fill(*offset, *len),

@@ -13,7 +13,10 @@
 //! `Connection: close`; once the shutdown deadline passes every connection is dropped.
 //!
 //! **Stepping aside** ([`Aside`]). `mt` never does. A `pool` worker steps aside from a
-//! connection with nothing to read while other connections wait in its queue. An `mp` worker
+//! connection with nothing to read, or whose client takes no more of a response (its socket
+//! buffer full), while other connections wait in its queue: the socket is then non-blocking,
+//! so such a read or send returns at once and the connection is parked (with the rest of its
+//! response) instead of holding the worker. An `mp` worker
 //! serves its connections on non-blocking sockets and does its waiting — for the client's next
 //! bytes or for room in a full socket buffer — in its own [`Room`]'s epoll set, together with
 //! the listeners and the connections it has parked: when one of those is ready before the
@@ -245,7 +248,9 @@ pub struct Session {
     phase: Phase,
     deadline: Instant,
     prepared: bool,
-    /// A response the client could not take more of when its worker stepped aside (`mp`).
+    /// The socket is non-blocking (always under `mp`; under `pool` while others wait).
+    nonblocking: bool,
+    /// A response the client could not take more of when its worker stepped aside.
     sending: Option<Sending>,
     /// What a room's epoll set watches the socket for, if it is registered there.
     pub(super) watched: Option<Interest>,
@@ -288,6 +293,7 @@ impl Session {
             phase: Phase::Head,
             deadline,
             prepared: false,
+            nonblocking: false,
             sending: None,
             watched: None,
         }
@@ -330,8 +336,8 @@ impl Session {
 pub enum Aside<'a> {
     /// Never (`mt`): it waits on its connection, with one [`TICK`] per socket call.
     Never,
-    /// `pool`: from a connection with nothing to read, while this says other connections wait
-    /// for a thread.
+    /// `pool`: from a connection with nothing to read or no room to send, while this says
+    /// other connections wait for a thread.
     WhenOthersWait(&'a dyn Fn() -> bool),
     /// `mp`: the socket is non-blocking and every wait happens in this room, with the
     /// process's listeners and parked connections; when one of them is ready first.
@@ -354,7 +360,8 @@ enum Sent {
     KeepOpen,
     /// The connection must close (done with `Connection: close`, failed, timed out).
     Closed,
-    /// The client could not take more and other connections are ready: step aside with it.
+    /// The client could not take more and other connections are waiting or ready: step aside
+    /// with it.
     StepAside(Sending),
 }
 
@@ -364,6 +371,7 @@ struct Blocking<'a> {
     sock: &'a TcpStream,
     token: u64,
     watched: Option<Interest>,
+    nonblocking: bool,
     state: ConnState,
     stop: &'a Stop,
     phase: Phase,
@@ -402,6 +410,7 @@ pub fn serve_session(
             return None;
         }
         session.prepared = true;
+        session.nonblocking = matches!(aside, Aside::Room(_));
     }
     let placeholder = ConnState::new(session.conn.peer);
     let mut c = Blocking {
@@ -409,6 +418,7 @@ pub fn serve_session(
         sock,
         token: session.conn.id(),
         watched: session.watched,
+        nonblocking: session.nonblocking,
         state: std::mem::replace(&mut session.state, placeholder),
         stop,
         phase: session.phase,
@@ -419,6 +429,8 @@ pub fn serve_session(
             zero_copy: pipeline.cfg.opt.zero_copy,
             residency_test: false,
             read_path: pipeline.cfg.opt.read_path,
+            // pool: between two send calls, look for connections waiting for this thread.
+            yield_each_step: matches!(aside, Aside::WhenOthersWait(_)),
         },
         buf: vec![0u8; READ_BUF],
         aside,
@@ -426,9 +438,9 @@ pub fn serve_session(
     if !c.run() {
         return None;
     }
-    let (state, phase, deadline, sending, watched) =
-        (c.state, c.phase, c.deadline, c.sending, c.watched);
-    Some(Session { state, phase, deadline, sending, watched, ..session })
+    let (state, phase, deadline, sending, watched, nonblocking) =
+        (c.state, c.phase, c.deadline, c.sending, c.watched, c.nonblocking);
+    Some(Session { state, phase, deadline, sending, watched, nonblocking, ..session })
 }
 
 impl Blocking<'_> {
@@ -488,6 +500,8 @@ impl Blocking<'_> {
     fn send(&mut self, mut s: Sending) -> Sent {
         let p = self.pipeline;
         loop {
+            // pool: others wait for a thread: send only what the socket takes now.
+            let step_aside = self.others_wait();
             match s.out.send(self.sock, self.opts, p) {
                 SendOutcome::Done => {
                     p.complete(&s.out.resp, s.out.body_sent());
@@ -509,6 +523,9 @@ impl Blocking<'_> {
                         p.complete(&s.out.resp, s.out.body_sent());
                         return Sent::Closed;
                     }
+                    if step_aside {
+                        return Sent::StepAside(s);
+                    }
                     if let Aside::Room(room) = &mut self.aside {
                         let until = s.deadline;
                         match room.wait_current(
@@ -527,6 +544,7 @@ impl Blocking<'_> {
                         }
                     }
                 }
+                SendOutcome::Progress => {} // pool: others are looked for before the next call
                 SendOutcome::NotResident(job) => {
                     // Only with the residency test on (it is off here); the read-ahead runs inline.
                     p.count_cold_chunk(&job);
@@ -556,16 +574,9 @@ impl Blocking<'_> {
             }
             let want = self.state.read_hint(cfg.limits.max_head_bytes).min(self.buf.len());
             // pool: others wait for a thread: take only what has arrived, never wait for more.
-            let step_aside = match &self.aside {
-                Aside::WhenOthersWait(waiting) => waiting(),
-                _ => false,
-            };
-            let got = if step_aside {
-                read_now(self.sock, &mut self.buf[..want])
-            } else {
-                // Blocks for a tick at most (mp: the socket does not block).
-                amped_sys::transmit::recv(self.sock, &mut self.buf[..want])
-            };
+            let step_aside = self.others_wait();
+            // Otherwise blocks for a tick at most (mp: the socket does not block).
+            let got = amped_sys::transmit::recv(self.sock, &mut self.buf[..want]);
             match got {
                 Ok(0) => return Wait::Closed,
                 Ok(n) => {
@@ -612,6 +623,21 @@ impl Blocking<'_> {
         }
     }
 
+    /// `pool`: whether other connections wait for a thread — then the socket is made
+    /// non-blocking, so the next read or send takes only what can be done now and this thread
+    /// steps aside rather than wait; otherwise it blocks again (a tick at most per call). The
+    /// mode changes only when it differs from the socket's (one `ioctl`), so a pool that stays
+    /// idle or stays busy pays nothing per call for it. False under `mt` and `mp`.
+    fn others_wait(&mut self) -> bool {
+        let Aside::WhenOthersWait(waiting) = &self.aside else { return false };
+        let wait = waiting();
+        if wait != self.nonblocking && self.sock.set_nonblocking(wait).is_ok() {
+            self.nonblocking = wait;
+        }
+        // What the socket does is what counts, should the change have failed.
+        self.nonblocking
+    }
+
     /// A tick passed while waiting to read. During shutdown only a request already arriving
     /// is finished.
     fn shutdown_ends_wait(&self) -> bool {
@@ -625,17 +651,13 @@ fn timed_out(p: &Pipeline, sock: &TcpStream, phase: Phase, state: &ConnState) {
     bump(p.stats.timeouts());
     if phase == Phase::Head && state.has_partial_request() {
         let mut out = Outgoing::new(p.timeout_response(state.peer, &state.inbuf));
-        let opts =
-            SendOptions { zero_copy: false, residency_test: false, read_path: p.cfg.opt.read_path };
+        let opts = SendOptions {
+            zero_copy: false,
+            residency_test: false,
+            read_path: p.cfg.opt.read_path,
+            yield_each_step: false,
+        };
         let _ = out.send(sock, opts, p);
         p.complete(&out.resp, out.body_sent());
     }
-}
-
-/// Reads what has already arrived, without waiting (`WouldBlock` when nothing has).
-fn read_now(sock: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-    sock.set_nonblocking(true)?;
-    let got = amped_sys::transmit::recv(sock, buf);
-    sock.set_nonblocking(false)?;
-    got
 }

@@ -106,6 +106,7 @@ impl<R: JobRunner> EventLoop<R> {
             zero_copy: pipeline.cfg.opt.zero_copy,
             residency_test: pipeline.cfg.opt.residency_test,
             read_path: pipeline.cfg.opt.read_path,
+            yield_each_step: false,
         };
         Ok(EventLoop {
             pipeline,
@@ -288,6 +289,7 @@ impl<R: JobRunner> EventLoop<R> {
                     SendOutcome::WouldBlock => {
                         return self.wait_for(key, Interest::Write, Phase::Send);
                     }
+                    SendOutcome::Progress => continue, // not asked for here
                     SendOutcome::NotResident(job) => {
                         pipeline.count_cold_chunk(&job);
                         match self.runner.submit(token, job) {

@@ -5,12 +5,14 @@
 //!
 //! **When every worker is busy.** New connections wait in the queue, in arrival order. While
 //! connections wait there, a worker never waits on a client that has sent nothing to read —
-//! one trickling its head (slowloris) or idle between keep-alive requests: it parks that
-//! connection in the [`super::waiting_room`], whose thread watches it with epoll and queues it
-//! again when the client sends more, and takes the next one. So slow and idle clients cost
-//! the pool a parked socket each, not a worker, and a normal client is served behind them.
-//! Without waiting connections a worker keeps its connection as before. When the queue is
-//! full too, the acceptor answers the new
+//! one trickling its head (slowloris) or idle between keep-alive requests — nor on one that
+//! takes no more of a response (a slow reader, its socket buffer full): it parks that
+//! connection, with any response in flight, in the [`super::waiting_room`], whose thread
+//! watches it with epoll and queues it again when the client sends more or can take more, and
+//! takes the next one. So slow and idle clients cost the pool a parked socket each, not a
+//! worker, and a normal client is served behind them; a worker blocked on its connection
+//! notices waiting ones within a tick. Without waiting connections a worker keeps its
+//! connection as before. When the queue is full too, the acceptor answers the new
 //! connection `503 Service Unavailable` with `Retry-After: 1` and `Connection: close`,
 //! counts it in the `queue_overflows` stat and says so on stderr (at most one line a second):
 //! overload is visible and answered, never a silent hang. `--max-connections` still caps the
@@ -165,6 +167,7 @@ fn refuse(pipeline: &Pipeline, conn: Connection) {
         zero_copy: false,
         residency_test: false,
         read_path: crate::config::ReadPath::ReadAhead,
+        yield_each_step: false,
     };
     let _ = out.send(&*conn.sock, opts, pipeline);
     pipeline.complete(&out.resp, out.body_sent());

@@ -11,9 +11,9 @@
 //!
 //! One room, two drivers:
 //! - `pool` ([`WaitingRoom`]): one thread per server watches the room and puts connections
-//!   whose client sent more back in the workers' queue. A worker parks a connection only while
-//!   others wait in that queue; without them it keeps its connection as before, so the cached
-//!   path pays one atomic load per read.
+//!   whose client sent more or can take more back in the workers' queue. A worker parks a
+//!   connection only while others wait in that queue; without them it keeps its connection as
+//!   before, so the cached path pays a couple of atomic loads per read or send.
 //! - `mp` (`super::mp`): each worker process owns a room and waits in it itself, for its
 //!   listeners, its parked connections and the connection it is serving at once
 //!   ([`Room::wait_current`]); a connection stays registered while its worker serves it, so
@@ -215,7 +215,8 @@ pub struct WaitingRoom {
 }
 
 impl WaitingRoom {
-    /// Starts the room's thread; connections whose client sent more go to `ready`.
+    /// Starts the room's thread; connections whose client sent more (or can take more)
+    /// go to `ready`.
     pub fn start(
         pipeline: Arc<Pipeline>,
         stop: Arc<Stop>,
@@ -248,7 +249,8 @@ impl WaitingRoom {
         Ok((WaitingRoom { arrivals, waker }, thread))
     }
 
-    /// Parks `session` until its client sends more (closed if the room has shut down).
+    /// Parks `session` until its client sends more or can take more (closed if the room has
+    /// shut down).
     pub fn park(&self, session: Session) {
         if self.arrivals.send(session).is_ok() {
             self.waker.wake();
@@ -271,7 +273,7 @@ impl Watch {
                 if token == WAKE {
                     self.waker.drain();
                 } else if let Some(session) = self.room.take(token) {
-                    // Readable, closed or failed: a worker finds out which.
+                    // Readable, writable, closed or failed: a worker finds out which.
                     let _ = self.ready.send(session);
                 }
             }

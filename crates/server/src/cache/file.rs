@@ -187,6 +187,18 @@ impl FileCache {
         fresh
     }
 
+    /// Drops `entry` if it is still the one cached for its path (a newer one stays): a send
+    /// found the file no longer as the entry says. True if it was dropped.
+    pub fn forget(&mut self, entry: &Arc<FileEntry>) -> bool {
+        if !self.map.peek(&entry.path).is_some_and(|slot| Arc::ptr_eq(&slot.entry, entry)) {
+            return false;
+        }
+        if let Some(old) = self.map.pop(&entry.path) {
+            self.bytes -= old.entry.weight();
+        }
+        true
+    }
+
     /// Marks the entry for `path` as checked at `at`.
     pub fn touch(&mut self, path: &std::path::Path, at: Instant) {
         if let Some(slot) = self.map.get_mut(path) {
@@ -246,6 +258,21 @@ mod tests {
             matches!(c.get(&d.path().join("big"), now), FileLookup::Miss),
             "over budget: not kept"
         );
+    }
+
+    #[test]
+    fn forget_drops_only_the_entry_it_names() {
+        let d = tempfile::tempdir().unwrap();
+        let now = Instant::now();
+        let mut c = FileCache::new(8, 1 << 20, Duration::from_secs(1));
+        let old = c.put(entry(d.path(), "x", b"hello", true), now);
+        let newer = c.put(entry(d.path(), "x", b"hello, world", true), now);
+        assert_eq!(c.bytes(), 12);
+        assert!(!c.forget(&old), "a newer entry replaced it");
+        assert!(matches!(c.get(&newer.path, now), FileLookup::Fresh(_)));
+        assert!(c.forget(&newer));
+        assert!(matches!(c.get(&newer.path, now), FileLookup::Miss));
+        assert_eq!((c.len(), c.bytes()), (0, 0));
     }
 
     #[test]

@@ -337,13 +337,38 @@ impl Pipeline {
     }
 
     /// Called by the architecture when a response has been sent (or abandoned after
-    /// `body_sent` bytes): writes the access-log line.
+    /// `body_sent` bytes): writes the access-log line. A file body cut short (the file shrank
+    /// under the send, or the client went away) has its file checked, see
+    /// [`Pipeline::forget_if_changed`].
     pub fn complete(&self, resp: &Response, body_sent: u64) {
         if let Some(rec) = &resp.log {
             self.log.log(rec, body_sent);
         }
         if let Some(t) = &resp.timeline {
             crate::timeline::finish(t, resp.status, body_sent);
+        }
+        if let Body::File { file, len, .. } = &resp.body
+            && body_sent < *len
+        {
+            self.forget_if_changed(file);
+        }
+    }
+
+    /// After a file response ended short: if the file is no longer the version its cache
+    /// entry describes (truncated or rewritten within the revalidation second, so the send
+    /// ran out of bytes before the length the head promised), the entry is dropped, so the
+    /// next request re-opens the file and is answered with its new version and length rather
+    /// than cut short again. One `fstat`, only on this path; the header cache needs nothing,
+    /// being keyed by the file's version.
+    fn forget_if_changed(&self, file: &Arc<FileEntry>) {
+        if let Some(files) = &self.caches.files
+            && !file.unchanged()
+            && lock(files).forget(file)
+        {
+            crate::errlog::info!(
+                "{}: changed while being sent; its file-cache entry is dropped",
+                file.path.display()
+            );
         }
     }
 

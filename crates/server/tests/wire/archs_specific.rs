@@ -1,9 +1,9 @@
-//! What is specific to the thread and process architectures and to `--instances`: a saturated
-//! pool (queueing, head-of-line blocking, 503 on overflow, counted), graceful shutdown of a
-//! saturated pool, mp workers not held by slow clients, replaced after a crash, stopped with
-//! the parent (gracefully or not) and pinned with `--pin`, and N event loops on one port. These tests name their
-//! architecture and do not go through `arch_tests!` (the whole suite runs against each
-//! architecture there).
+//! What is specific to the thread and process architectures and to `--instances`: pool and
+//! mp workers not held by slow clients (idle, slowloris, slow readers), a pool's overflow
+//! answered 503 and counted, graceful shutdown and send timeouts of parked connections, mp
+//! workers replaced after a crash, stopped with the parent (gracefully or not) and pinned
+//! with `--pin`, and N event loops on one port. These tests name their architecture and do
+//! not go through `arch_tests!` (the whole suite runs against each architecture there).
 
 use crate::common::*;
 use std::collections::BTreeSet;
@@ -29,12 +29,14 @@ fn held_connection(s: &Server) -> Conn {
     c
 }
 
-/// A connection whose worker is busy sending it a 16 MiB body it does not read.
-fn busy_connection(s: &Server) -> Conn {
+/// A connection that asked for the 16 MiB file and reads none of it: its worker has sent what
+/// the socket buffers take and can send no more.
+fn unread_download(s: &Server) -> Conn {
     let mut c = s.conn();
     c.send(req("GET", "/big.bin", ""));
     let mut first = [0u8; 1];
-    c.stream.read_exact(&mut first).expect("the download starts");
+    let n = c.stream.peek(&mut first).expect("the download starts");
+    assert_eq!(n, 1);
     c
 }
 
@@ -86,51 +88,55 @@ fn normal_requests_are_answered_promptly(s: &Server) {
 // ---------------------------------------------------------------------------------------------
 // pool
 
-/// `--threads 2 --queue 2`, 2 + 2 + 3 clients: two downloads that are not read keep both
-/// workers sending, two clients wait in the queue, three find the queue full and get a 503
-/// with `Connection: close` at once. Overflow is counted and reported on stderr; the queued
-/// clients are served, in turn, as soon as the downloads go away.
+/// `--threads 1 --queue 1` under a burst: 8 clients each open 40 connections as fast as they
+/// can, each with a request sent at once. Slow clients no longer hold a worker (they are
+/// parked), so only a burst fills the queue: the acceptor outruns the one worker and
+/// answers the connections the queue has no room for with a 503 (`Retry-After`,
+/// `Connection: close`). Every connection gets a complete answer, 200 or that 503; the 503s
+/// are counted in `queue_overflows` and reported on stderr. A burst the worker keeps up with
+/// (no 503) is tried again, five bursts at most.
 #[test]
-fn pool_saturation_queues_then_refuses_with_503() {
+fn pool_overflow_is_refused_with_503() {
     let s = Server::start(
-        &["--arch", "pool", "--threads", "2", "--queue", "2"],
-        &["--stats-path", STATS, "--keepalive-timeout", "30"],
+        &["--arch", "pool", "--threads", "1", "--queue", "1"],
+        &["--stats-path", STATS],
         fill,
     );
-    let mut held: Vec<Conn> = (0..2).map(|_| busy_connection(&s)).collect();
-    let mut queued: Vec<Conn> = (0..2)
-        .map(|_| {
-            let mut c = s.conn();
-            c.send(req("GET", "/a.txt", ""));
-            c
-        })
-        .collect();
-    for c in &mut queued {
-        c.assert_silent_for(Duration::from_millis(300));
-        c.stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    let mut refused = 0;
+    for _ in 0..5 {
+        let addr = s.addr;
+        let clients: Vec<_> = (0..8)
+            .map(|_| {
+                thread::spawn(move || {
+                    let mut conns: Vec<Conn> = (0..40).map(|_| Conn::open(addr)).collect();
+                    for c in &mut conns {
+                        c.send(get_req("/a.txt"));
+                    }
+                    conns.iter_mut().map(|c| c.response()).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for r in clients.into_iter().flat_map(|t| t.join().unwrap()) {
+            if r.status == 503 {
+                assert!(r.connection_has("close"), "{r:?}");
+                assert_eq!(r.header("retry-after"), Some("1"), "{r:?}");
+                refused += 1;
+            } else {
+                assert_eq!(r.assert_status(200).body, b"AAAA");
+            }
+        }
+        if refused > 0 {
+            break;
+        }
     }
-    for _ in 0..3 {
-        let mut c = s.conn();
-        c.send(req("GET", "/a.txt", ""));
-        let r = c.response();
-        r.assert_status(503);
-        assert!(r.connection_has("close"), "{r:?}");
-        assert!(r.header("retry-after").is_some(), "{r:?}");
-        c.assert_closed(Duration::from_secs(2));
-    }
+    assert!(refused > 0, "five bursts of 320 connections never filled a queue of 1");
     assert!(
         eventually(Duration::from_secs(2), || s.stderr().contains("refused")),
         "no overflow line on stderr: {}",
         s.stderr()
     );
-    // The held clients leave: the queued ones are served, each by the worker that freed up.
-    for (h, q) in held.drain(..).zip(&mut queued) {
-        drop(h);
-        assert_eq!(q.response().assert_status(200).body, b"AAAA");
-    }
-    drop(queued);
     let st = stats(s.addr, STATS);
-    assert_eq!(counter(&st, "queue_overflows"), 3, "{st}");
+    assert_eq!(counter(&st, "queue_overflows"), refused, "{st}");
 }
 
 /// `--threads 1`: a client queued behind an idle keep-alive connection is served at once
@@ -171,23 +177,59 @@ fn pool_slowloris_costs_normal_clients_nothing() {
     finish_half_heads(slow);
 }
 
-/// SIGTERM to a saturated pool (`--threads 1`): the download in flight completes, the
-/// connection that was queued before the signal is answered with `Connection: close`, and the
-/// server exits 0.
+/// Slow readers against `--threads 2`, more of them than workers: 3 connections that ask for
+/// the 16 MiB file and read none of it and 2 that read it 64 KiB every 5 ms. A send that would
+/// block steps aside while others wait, so none of them holds a worker: 20 normal requests
+/// meanwhile are each answered 200 within 2 s. Then every download arrives whole, byte for
+/// byte, once its client reads.
 #[test]
-fn pool_graceful_shutdown_drains_the_queue() {
-    let mut s =
-        Server::start(&["--arch", "pool", "--threads", "1"], &["--shutdown-timeout", "8"], fill);
+fn pool_slow_readers_cost_normal_clients_nothing() {
+    let s =
+        Server::start(&["--arch", "pool", "--threads", "2"], &["--keepalive-timeout", "30"], fill);
+    let mut unread: Vec<Conn> = (0..3).map(|_| unread_download(&s)).collect();
+    let slow: Vec<_> = (0..2)
+        .map(|_| {
+            let (mut stream, head_len) = start_download(&s);
+            thread::spawn(move || read_all_slowly(&mut stream, 64 << 10).split_off(head_len))
+        })
+        .collect();
+    normal_requests_are_answered_promptly(&s);
+    let big = pseudo_random(BIG_LEN, 5);
+    for c in &mut unread {
+        let r = c.response();
+        assert_eq!(r.assert_status(200).body.len(), BIG_LEN);
+        assert!(r.body == big, "a download parked mid-send came back altered");
+    }
+    for t in slow {
+        let body = t.join().unwrap();
+        assert_eq!(body.len(), BIG_LEN, "a slowly read download cut short");
+        assert!(body == big, "a slowly read download came back altered");
+    }
+}
+
+/// SIGTERM to `--threads 1` with its work parked: a download its client does not read yet
+/// (parked mid-send while the worker served the others), a connection with half a request
+/// head and an idle keep-alive one. The idle one is closed at once; the half head, finished
+/// after the signal, is answered with `Connection: close`; the download completes once read;
+/// and the server exits 0.
+#[test]
+fn pool_graceful_shutdown_finishes_parked_work() {
+    let mut s = Server::start(
+        &["--arch", "pool", "--threads", "1"],
+        &["--shutdown-timeout", "8", "--keepalive-timeout", "30"],
+        fill,
+    );
     let (mut download, head_len) = start_download(&s);
-    let mut queued = s.conn();
-    queued.send(req("GET", "/a.txt", ""));
-    queued.assert_silent_for(Duration::from_millis(300));
-    queued.stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    let mut half = half_heads(&s, 1).pop().unwrap();
+    // Answered by the only worker, so the two before it were accepted and stepped aside from.
+    let mut idle = held_connection(&s);
     s.signal("TERM");
-    assert_eq!(read_to_end_slowly(&mut download), head_len + BIG_LEN, "download cut short");
-    let r = queued.response();
+    idle.assert_closed(Duration::from_secs(2));
+    half.send("\r\n");
+    let r = half.response();
     assert_eq!(r.assert_status(200).body, b"AAAA");
     assert!(r.connection_has("close"), "{r:?}");
+    assert_eq!(read_to_end_slowly(&mut download), head_len + BIG_LEN, "download cut short");
     let status = s.wait_exit(Duration::from_secs(8)).expect("no exit after SIGTERM");
     assert!(status.success(), "exit status {status}");
 }
@@ -220,20 +262,38 @@ fn read_to_end_slowly(stream: &mut TcpStream) -> usize {
     }
 }
 
+/// Reads until EOF, at most `chunk` bytes every 5 ms (a slow client); returns what came.
+fn read_all_slowly(stream: &mut TcpStream, chunk: usize) -> Vec<u8> {
+    let mut all = Vec::new();
+    let mut buf = vec![0u8; chunk];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return all,
+            Ok(n) => all.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => panic!("download failed after {} bytes: {e}", all.len()),
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// mt and pool: a client that keeps reading, but too slowly to finish before the shutdown
 /// deadline, is cut off at the deadline and the server exits (with the access log on, whose
-/// writer outlives every connection thread).
+/// writer outlives every connection thread). Under `pool --threads 1` the download is parked
+/// mid-send when the signal comes (its worker served another client meanwhile).
 #[test]
 fn blocking_archs_cut_slow_readers_at_the_shutdown_deadline() {
-    for arch in ["mt", "pool"] {
+    for arch in [&["--arch", "mt"][..], &["--arch", "pool", "--threads", "1"]] {
+        let name = arch[1];
         let logdir = temp_dir();
         let log = logdir.path().join("access.log");
         let mut s = Server::start(
-            &["--arch", arch],
+            arch,
             &["--shutdown-timeout", "1", "--access-log", log.to_str().unwrap()],
             fill,
         );
         let (mut download, _) = start_download(&s);
+        assert_eq!(get(s.addr, "/a.txt").assert_status(200).body, b"AAAA");
         s.signal("TERM");
         let term = Instant::now();
         let mut chunk = [0u8; 16 << 10];
@@ -249,10 +309,10 @@ fn blocking_archs_cut_slow_readers_at_the_shutdown_deadline() {
         }
         let status = s
             .wait_exit(Duration::ZERO)
-            .unwrap_or_else(|| panic!("{arch}: still running 6 s after SIGTERM"));
-        assert!(status.success(), "{arch}: exit status {status}");
-        assert!(total < BIG_LEN, "{arch}: the slow client got everything ({total} bytes)");
-        assert!(term.elapsed() < Duration::from_secs(4), "{arch}: exit took {:?}", term.elapsed());
+            .unwrap_or_else(|| panic!("{name}: still running 6 s after SIGTERM"));
+        assert!(status.success(), "{name}: exit status {status}");
+        assert!(total < BIG_LEN, "{name}: the slow client got everything ({total} bytes)");
+        assert!(term.elapsed() < Duration::from_secs(4), "{name}: exit took {:?}", term.elapsed());
     }
 }
 
@@ -356,17 +416,6 @@ fn mp_client_limits_hold_for_the_whole_server() {
     assert_eq!(r.header("retry-after"), Some("60"));
 }
 
-/// A connection that asked for the 16 MiB file and reads none of it: its worker has sent what
-/// the socket buffers take and can send no more.
-fn unread_download(s: &Server) -> Conn {
-    let mut c = s.conn();
-    c.send(req("GET", "/big.bin", ""));
-    let mut first = [0u8; 1];
-    let n = c.stream.peek(&mut first).expect("the download starts");
-    assert_eq!(n, 1);
-    c
-}
-
 /// Slow clients against `--processes 2`, more of them than workers: 8 connections that send
 /// half a request head and then nothing, 2 that trickle a head a byte every 20 ms, and 4 that
 /// ask for a 16 MiB file and read none of it. None of them holds a worker: 20 normal requests
@@ -407,20 +456,31 @@ fn mp_slow_clients_cost_normal_clients_nothing() {
     }
 }
 
-/// `--processes 1 --send-timeout 1`: a download whose client stops reading is parked while
-/// the only worker serves another client, and is still cut off at the send timeout: the
-/// waiting room keeps its deadline.
+/// `mp --processes 1` and `pool --threads 1` with `--send-timeout 1`: a download whose
+/// client stops reading is parked while the only worker serves another client, and is still
+/// cut off at the send timeout: the waiting room keeps its deadline.
 #[test]
-fn mp_parked_download_keeps_its_send_timeout() {
-    let args = ["--send-timeout", "1", "--stats-path", STATS];
-    let s = Server::start(&["--arch", "mp", "--processes", "1"], &args, fill);
-    let mut download = unread_download(&s);
-    let timeouts = counter(&stats(s.addr, STATS), "timeouts");
-    thread::sleep(Duration::from_secs(3)); // parked, and no byte taken for longer than 1 s
-    let ended = download.wait_closed(Duration::from_secs(5));
-    assert!(matches!(ended, Ended::Closed(_)), "the stalled download was never cut off");
-    assert!(download.pending().len() < BIG_LEN, "the stalled client got the whole body");
-    assert!(counter(&stats(s.addr, STATS), "timeouts") > timeouts, "no timeout counted");
+fn parked_download_keeps_its_send_timeout() {
+    for arch in [["--arch", "mp", "--processes", "1"], ["--arch", "pool", "--threads", "1"]] {
+        let args = ["--send-timeout", "1", "--stats-path", STATS];
+        let s = Server::start(&arch, &args, fill);
+        let mut download = unread_download(&s);
+        let timeouts = counter(&stats(s.addr, STATS), "timeouts");
+        thread::sleep(Duration::from_secs(3)); // parked, and no byte taken for longer than 1 s
+        let ended = download.wait_closed(Duration::from_secs(5));
+        assert!(
+            matches!(ended, Ended::Closed(_)),
+            "{arch:?}: the stalled download was never cut off"
+        );
+        assert!(
+            download.pending().len() < BIG_LEN,
+            "{arch:?}: the stalled client got the whole body"
+        );
+        assert!(
+            counter(&stats(s.addr, STATS), "timeouts") > timeouts,
+            "{arch:?}: no timeout counted"
+        );
+    }
 }
 
 /// The worker (among `pids`) with more sockets open than the others: one holding a client

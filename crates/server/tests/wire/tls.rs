@@ -206,7 +206,7 @@ tls_tests! {
 
     /// A cached file cut in place to nothing, asked for again at once: the answer's head
     /// still arrives over TLS before the connection closes (as over plain HTTP), or the
-    /// current, empty version whole.
+    /// current, empty version whole; and the next request gets the empty version.
     fn truncated_after_caching_is_answered(arch) {
         let (s, pair) = start(arch, &[]);
         let mut c = TlsConn::open(s.addr, tls13(&pair)).unwrap();
@@ -230,6 +230,13 @@ tls_tests! {
         assert!(text.starts_with("HTTP/1.1 200"), "no answer, got {text:?}");
         let promised = format!("Content-Length: {BIG_LEN}\r\n");
         assert!(text.contains(&promised) || text.contains("Content-Length: 0\r\n"), "{text:?}");
+        // The short answer dropped the stale entry: the next request, within the same
+        // second, gets the file as it now is.
+        let mut next = TlsConn::open(s.addr, tls13(&pair)).unwrap();
+        let r = next.get("/big.bin");
+        r.assert_status(200);
+        assert_eq!(r.content_length(), 0, "the next request's length");
+        assert!(r.body.is_empty(), "the next request's body: {} bytes", r.body.len());
     }
 
     /// Range and HEAD behave as over plain HTTP; TLS 1.2 is served too.
