@@ -364,7 +364,7 @@ impl UringLoop {
                 c.doing = Doing::Responding { out, op: Some(op) };
             }
             (Next::Done, _) => {
-                self.pipeline.complete(&out.resp, out.body_sent);
+                self.pipeline.complete(&out.resp, out.body_sent());
                 let close = out.closes_after();
                 if let Some(buf) = out.into_buffer() {
                     self.recycle(buf);
@@ -583,7 +583,7 @@ impl UringLoop {
         self.conns.remove(key);
         if let Some(out) = out {
             // Abandoned mid-response: log what was sent.
-            self.pipeline.complete(&out.resp, out.body_sent);
+            self.pipeline.complete(&out.resp, out.body_sent());
             if out.cold_read {
                 self.gate.released();
                 self.start_waiting_reads();
