@@ -81,6 +81,7 @@ pub struct SendPlan {
 
 impl SendPlan {
     /// The plan for `resp`, for an engine whose file heads go as `head_goes` says.
+    #[inline]
     pub fn new(resp: &Response, head_goes: HeadGoes) -> SendPlan {
         SendPlan {
             body_sent: 0,
@@ -96,6 +97,7 @@ impl SendPlan {
 
     /// The next piece of the response whose body is `body`; file ranges are at most `chunk`
     /// bytes.
+    #[inline]
     pub fn next(&self, body: &Body, chunk: u64) -> Piece {
         let head_left = self.head_sent < self.head_len;
         let (offset, len) = match body {
@@ -124,6 +126,7 @@ impl SendPlan {
     }
 
     /// The socket took `n` more bytes (the head's first): returns how many were body bytes.
+    #[inline]
     pub fn sent(&mut self, n: usize) -> u64 {
         let from_head = n.min((self.head_len - self.head_sent) as usize);
         self.head_sent += from_head as u32;
@@ -157,11 +160,13 @@ impl SendPlan {
     }
 
     /// Head bytes sent.
+    #[inline]
     pub fn head_sent(&self) -> usize {
         self.head_sent as usize
     }
 
     /// Body bytes sent.
+    #[inline]
     pub fn body_sent(&self) -> u64 {
         self.body_sent
     }

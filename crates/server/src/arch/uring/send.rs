@@ -47,6 +47,7 @@ pub(super) struct Sending {
 
 impl Sending {
     /// Starts sending `resp`.
+    #[inline]
     pub fn new(mut resp: Response) -> Sending {
         // The head leaves with the first chunk read: one gather send for both.
         let plan = SendPlan::new(&resp, HeadGoes::WithFirstChunk);
@@ -65,12 +66,14 @@ impl Sending {
     }
 
     /// Body bytes sent so far (for the access log).
+    #[inline]
     pub fn body_sent(&self) -> u64 {
         self.plan.body_sent()
     }
 
     /// The next operation, taking the gather list or the chunk buffer out for the ring.
     /// `spare` supplies a read buffer when none is at hand.
+    #[inline]
     pub fn next(&mut self, spare: impl FnOnce() -> Vec<u8>) -> Next {
         let Some(mut g) = self.gather.take() else { return Next::Done };
         match (self.plan.next(&self.resp.body, CHUNK as u64), &self.resp.body) {
@@ -124,6 +127,7 @@ impl Sending {
     }
 
     /// `n` bytes of `g` were sent.
+    #[inline]
     pub fn sent(&mut self, mut g: Gather, n: usize) {
         g.advance(n);
         self.plan.sent(n);
@@ -136,6 +140,7 @@ impl Sending {
     }
 
     /// The chunk buffer, for reuse by the next file response.
+    #[inline]
     pub fn into_buffer(self) -> Option<Vec<u8>> {
         match self.gather?.body {
             Chunk::Owned(v) => Some(v),
