@@ -35,8 +35,7 @@ impl Opening {
     pub fn start(url_path: String, path: PathBuf, ring: &mut Ring, token: u64) -> OpenStep {
         // The check time recorded in the caches is when the file system was first consulted:
         // conservative, an entry never looks fresher than it is.
-        let opening =
-            Box::new(Opening { url_path, started: Instant::now(), open: FileOpen::new(path) });
+        let opening = Opening { url_path, started: Instant::now(), open: FileOpen::new(path) };
         opening.submit(ring, token)
     }
 
@@ -60,9 +59,7 @@ impl Opening {
             }
         };
         match open.advance(outcome, rules) {
-            MachineStep::Next(open) => {
-                Box::new(Opening { url_path, started, open }).submit(ring, token)
-            }
+            MachineStep::Next(open) => Opening { url_path, started, open }.submit(ring, token),
             MachineStep::Done(path, entry) => done(url_path, path, entry, started),
         }
     }
