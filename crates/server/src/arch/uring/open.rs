@@ -131,4 +131,26 @@ mod tests {
             assert_eq!(describe(r.file.as_ref().unwrap()), *want, "{name}");
         }
     }
+
+    #[test]
+    fn a_cold_small_body_read_on_the_ring_means_pressure_and_gives_its_pages_back() {
+        let mut ring = Ring::new(8).expect("io_uring available");
+        let dir = tree();
+        let path = dir.path().join("small");
+        let file = std::fs::File::open(&path).unwrap();
+        file.sync_all().unwrap(); // written back, so its pages can go
+        amped_sys::residency::evict(&file).unwrap();
+        if amped_sys::residency::is_resident(&file, 0, 10).unwrap_or(true) {
+            eprintln!("skipped: this file system keeps the pages of {path:?}");
+            return;
+        }
+        let pages = PagePolicy::new(64);
+        let rules = OpenRules { keep_bodies_up_to: Some(64), pages: &pages };
+        let r = open_on_ring(&mut ring, path, rules);
+        let entry = r.file.unwrap().unwrap();
+        assert_eq!(entry.body.as_deref(), Some(&b"0123456789"[..]));
+        assert!(pages.under_pressure(), "a cold small body is a miss under io_uring too");
+        let resident = amped_sys::residency::is_resident(&entry.file, 0, entry.size);
+        assert_eq!(resident.ok(), Some(false), "the body read under pressure keeps no pages");
+    }
 }
