@@ -3,7 +3,8 @@
 //! The request's path through the code (see docs/ARCHITECTURE.md):
 //! [`arch`] accepts and reads → [`pipeline`] parses, consults the [`cache`]s and builds a
 //! response, or hands out a [`disk::Job`] for whatever may block on the disk (translating the
-//! path, opening the file) → [`transmit`] sends it (residency test, sendfile) → [`access_log`].
+//! path, opening the file) → [`transmit`] sends it (residency test, sendfile) along the
+//! [`send_plan`] → [`access_log`].
 //! Each module uses only those below it: `arch` → `transmit` → `pipeline` → `disk` → `cache`.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -20,6 +21,7 @@ pub mod metrics;
 pub mod operator;
 pub mod pipeline;
 pub mod sd_notify;
+pub mod send_plan;
 pub mod stats;
 pub mod stats_listener;
 pub mod timeline;

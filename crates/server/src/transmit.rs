@@ -1,6 +1,7 @@
 //! Sending one response: the head, then the body from memory or from a file, picking up where
-//! the last attempt stopped. One outcome convention for every architecture ([`SendOutcome`],
-//! lighttpd's done / try again / error), so event loops and blocking threads share the code.
+//! the last attempt stopped — the pieces [`crate::send_plan`] names, moved with socket calls.
+//! One outcome convention for every architecture ([`SendOutcome`], lighttpd's done / try
+//! again / error), so event loops and blocking threads share the code.
 //!
 //! Small bodies leave with the head in one `writev` (Flash §5.4 gather write). File bodies go
 //! head first with `MSG_MORE`, then zero-copy `sendfile` in chunks; before each chunk the
@@ -15,6 +16,7 @@
 
 use crate::config::ReadPath;
 use crate::pipeline::{Body, Job, JobDone, Pipeline, Response};
+use crate::send_plan::{HeadGoes, Piece, SendPlan};
 use crate::stats::bump;
 use crate::transport::Wire;
 use amped_sys::pipe::PagePipe;
@@ -80,17 +82,17 @@ pub enum SendOutcome {
 pub struct Outgoing {
     /// The response.
     pub resp: Response,
-    head_sent: usize,
-    body_sent: u64,
-    resident_until: u64,
+    /// Which bytes go next ([`crate::send_plan`]).
+    plan: SendPlan,
     /// The pipe holding the next bytes of the body (`--read-path pipe`), once a chunk was cold.
     pipe: Option<PagePipe>,
     /// A fill that failed: the next send reports it.
     failed: Option<io::Error>,
     /// When sending began (the read lane's order).
     since: Instant,
-    /// Bytes the next fill asks for.
-    next_fill: u64,
+    /// Bytes the next fill asks for (at most a pipe's capacity; 32 bits keep the connection's
+    /// slot from growing).
+    next_fill: u32,
     /// A chunk of this body was cold: the rest goes through jobs too (see `send_file_step`).
     met_disk: bool,
 }
@@ -99,21 +101,19 @@ impl Outgoing {
     /// Starts sending `resp`.
     pub fn new(resp: Response) -> Self {
         Outgoing {
+            plan: SendPlan::new(&resp, HeadGoes::Alone),
             resp,
-            head_sent: 0,
-            body_sent: 0,
-            resident_until: 0,
             pipe: None,
             failed: None,
             since: Instant::now(),
-            next_fill: FIRST_FILL,
+            next_fill: FIRST_FILL as u32,
             met_disk: false,
         }
     }
 
     /// Body bytes sent so far.
     pub fn body_sent(&self) -> u64 {
-        self.body_sent
+        self.plan.body_sent()
     }
 
     /// Takes the result of the job a [`SendOutcome::NotResident`] named: a filled pipe is
@@ -123,7 +123,10 @@ impl Outgoing {
             t.chunk_back(if matches!(done, JobDone::Filled(..)) { "fill" } else { "read_ahead" });
         }
         match done {
-            JobDone::Filled(pipe, Ok(n)) if n > 0 => self.pipe = Some(pipe),
+            JobDone::Filled(pipe, Ok(n)) if n > 0 => {
+                self.plan.moved_in(n);
+                self.pipe = Some(pipe);
+            }
             JobDone::Filled(pipe, result) => {
                 give_back(pipe);
                 self.failed = Some(match result {
@@ -133,15 +136,11 @@ impl Outgoing {
                     }
                 });
             }
-            _ => self.mark_resident(),
-        }
-    }
-
-    /// Records that the chunk a [`SendOutcome::NotResident`] named has been read in.
-    fn mark_resident(&mut self) {
-        if let Body::File { offset, len, .. } = &self.resp.body {
-            let pos = offset + self.body_sent;
-            self.resident_until = (pos + CHUNK).min(offset + len);
+            // The chunk the job named has been read in.
+            _ => {
+                let pos = self.plan.position(&self.resp.body);
+                self.plan.resident(&self.resp.body, pos, CHUNK);
+            }
         }
     }
 
@@ -160,14 +159,14 @@ impl Outgoing {
             return SendOutcome::Failed(e);
         }
         loop {
-            let step = match &self.resp.body {
-                Body::None => self.send_memory(&mut wire, &[]),
-                Body::Memory(bytes, r) => {
-                    let bytes = bytes.clone();
-                    let from = r.start + self.body_sent as usize;
-                    self.send_memory(&mut wire, &bytes[from..r.end])
+            let step = match self.plan.next(&self.resp.body, CHUNK) {
+                Piece::Done => Ok(true),
+                Piece::Gather => self.send_gather(&mut wire),
+                Piece::Head { more } => self.send_head(&mut wire, more),
+                Piece::InHand { more } => self.send_in_hand(&mut wire, more, p),
+                Piece::File { pos, len, known_resident } => {
+                    self.send_file_range(&mut wire, (pos, len, known_resident), opts, p)
                 }
-                Body::File { .. } => self.send_file_step(&mut wire, opts, p),
             }
             .and_then(|done| {
                 if done { wire.flush().map(|()| true).map_err(Stop::from) } else { Ok(false) }
@@ -193,60 +192,64 @@ impl Outgoing {
         }
     }
 
-    /// One gather write of the rest of the head and `body`. Ok(true) when all is sent.
-    fn send_memory(&mut self, wire: &mut Wire<'_>, body: &[u8]) -> Result<bool, Stop> {
-        let head = &self.resp.head[self.head_sent..];
-        let head_len = head.len();
-        if head.is_empty() && body.is_empty() {
-            return Ok(true);
-        }
+    /// One gather write of the rest of the head and of the in-memory body. Ok(true) when all
+    /// is sent.
+    fn send_gather(&mut self, wire: &mut Wire<'_>) -> Result<bool, Stop> {
         let t0 = self.clock();
+        let head = &self.resp.head[self.plan.head_sent()..];
+        let body = match &self.resp.body {
+            Body::Memory(bytes, r) => &bytes[r.start + self.plan.body_sent() as usize..r.end],
+            Body::None | Body::File { .. } => &[],
+        };
+        let (head_len, body_len) = (head.len(), body.len());
         let n =
             wire.write_vectored(&[IoSlice::new(head), IoSlice::new(body)]).map_err(Stop::from)?;
         self.sent("writev", n, t0);
-        let from_head = n.min(head_len);
-        self.head_sent += from_head;
-        self.body_sent += (n - from_head) as u64;
-        Ok(from_head == head_len && n - from_head == body.len())
+        let from_body = self.plan.sent(n) as usize;
+        Ok(n - from_body == head_len && from_body == body_len)
     }
 
-    /// One syscall's worth of a file response. Ok(true) when all is sent.
-    fn send_file_step(
+    /// The rest of a file body's head, alone (`more`: with `MSG_MORE`). Ok(false): the plan
+    /// names what follows.
+    fn send_head(&mut self, wire: &mut Wire<'_>, more: bool) -> Result<bool, Stop> {
+        let t0 = self.clock();
+        let n = wire.send(&self.resp.head[self.plan.head_sent()..], more).map_err(Stop::from)?;
+        self.sent("send", n, t0);
+        self.plan.sent(n);
+        Ok(false)
+    }
+
+    /// The file bytes the pipe holds, spliced into the socket.
+    fn send_in_hand(
         &mut self,
         wire: &mut Wire<'_>,
+        more: bool,
+        p: &Pipeline,
+    ) -> Result<bool, Stop> {
+        let t0 = self.clock();
+        let (Some(pipe), Some(sock)) = (self.pipe.as_mut(), wire.raw_socket()) else {
+            // (Pipes are filled only for plain sockets with zero copy.)
+            return Err(Stop::Failed(io::Error::other("file bytes in hand, no pipe")));
+        };
+        let n = pipe.drain_to(sock, pipe.held(), more).map_err(Stop::from)?;
+        self.sent("splice", n, t0);
+        self.body_moved(n, p)
+    }
+
+    /// One syscall's worth of the file range `(pos, chunk, known_resident)` the plan named,
+    /// or the job that brings it into memory first. Ok(true) when all is sent.
+    fn send_file_range(
+        &mut self,
+        wire: &mut Wire<'_>,
+        (pos, chunk, known_resident): (u64, u64, bool),
         opts: SendOptions,
         p: &Pipeline,
     ) -> Result<bool, Stop> {
-        let Body::File { file, offset, len } = &self.resp.body else { unreachable!("file body") };
-        let (file, offset, len) = (file.clone(), *offset, *len);
-        let remaining = len - self.body_sent;
-        let pos = offset + self.body_sent;
-        if self.head_sent < self.resp.head.len() {
-            let t0 = self.clock();
-            let head = &self.resp.head[self.head_sent..];
-            let n = wire.send(head, remaining > 0).map_err(Stop::from)?;
-            self.sent("send", n, t0);
-            self.head_sent += n;
-            return Ok(remaining == 0 && self.head_sent == self.resp.head.len());
-        }
-        if remaining == 0 {
-            return Ok(true);
-        }
-        // Up to the end of what is known to be in memory (a chunk tested, or read in by a job),
-        // so a send the socket took only part of is followed by the rest of that range, not by
-        // a new test or job for a range reaching past it.
-        let known = self.resident_until.saturating_sub(pos);
-        let chunk = remaining.min(if known > 0 { known.min(CHUNK) } else { CHUNK });
-        // What this step sends: the chunk, or one buffer of it on the copying path.
-        let step = if opts.zero_copy { chunk } else { chunk.min(COPY_BYTES as u64) };
+        let Body::File { file, len, .. } = &self.resp.body else { unreachable!("file body") };
+        let (file, len) = (file.clone(), *len);
         let t0 = self.clock();
-        let (kind, n) = if let Some(pipe) = self.pipe.as_mut().filter(|pipe| pipe.held() > 0)
-            && let Some(sock) = wire.raw_socket()
-        {
-            let held = pipe.held() as u64;
-            ("splice", pipe.drain_to(sock, held as usize, remaining > held).map_err(Stop::from)?)
-        } else if opts.residency_test
-            && pos + step > self.resident_until
+        let (kind, n) = if opts.residency_test
+            && !known_resident
             && (self.met_disk || !self.test_residency(&file, pos, chunk, p))
         {
             // Once a chunk was cold, the rest of the body goes through jobs as well: the
@@ -255,6 +258,7 @@ impl Outgoing {
             // so a `sendfile` of them would wait for the disk on the loop (found with
             // `--debox`, docs/DEBOX.md). A job waits for them on a helper instead.
             self.met_disk = true;
+            let remaining = len - self.plan.body_sent();
             return Err(Stop::NotResident(self.cold_chunk_job(file, pos, remaining, opts)));
         } else if let Some(sock) = wire.raw_socket().filter(|_| opts.zero_copy) {
             let mut off = pos;
@@ -264,19 +268,26 @@ impl Outgoing {
             ("read+send", copy_chunk(wire, &file.file, pos, chunk)?)
         };
         self.sent(kind, n, t0);
+        self.body_moved(n, p)
+    }
+
+    /// `n` bytes of the file body left: Ok(true) when that was the last of them. Nothing
+    /// moved means the file shrank under the response.
+    fn body_moved(&mut self, n: usize, p: &Pipeline) -> Result<bool, Stop> {
         if n == 0 {
             return Err(Stop::Failed(io::Error::new(
                 ErrorKind::UnexpectedEof,
                 "file shrank while being sent",
             )));
         }
-        self.body_sent += n as u64;
-        let done = self.body_sent == len;
+        self.plan.sent(n);
+        let Body::File { file, len, .. } = &self.resp.body else { return Ok(false) };
+        let done = self.plan.body_sent() == *len;
         if done && let Some(pipe) = self.pipe.take() {
             give_back(pipe);
         }
         if done && p.caches.pages.enabled() {
-            let yielded = p.caches.pages.sent(&file);
+            let yielded = p.caches.pages.sent(file);
             p.stats.page_yields().fetch_add(yielded, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(done)
@@ -320,7 +331,7 @@ impl Outgoing {
                 false
             }
             Ok(true) | Err(_) => {
-                self.resident_until = pos + chunk;
+                self.plan.resident(&self.resp.body, pos, chunk);
                 true
             }
         }
@@ -335,7 +346,7 @@ impl Outgoing {
         remaining: u64,
         opts: SendOptions,
     ) -> Job {
-        let (since, continues) = (self.since, self.body_sent > 0);
+        let (since, continues) = (self.since, self.plan.body_sent() > 0);
         let pipe = match opts.read_path {
             ReadPath::Pipe if opts.zero_copy => self.pipe.take().or_else(take_spare),
             _ => None,
@@ -346,9 +357,9 @@ impl Outgoing {
                 let len = if remaining <= 2 * FIRST_FILL {
                     remaining.min(cap)
                 } else {
-                    remaining.min(self.next_fill.min(cap))
+                    remaining.min(u64::from(self.next_fill).min(cap))
                 };
-                self.next_fill = (self.next_fill * 2).min(cap);
+                self.next_fill = (u64::from(self.next_fill) * 2).min(cap) as u32;
                 Job::Fill { file, offset: pos, len, pipe, since, continues }
             }
             None => {

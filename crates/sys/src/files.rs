@@ -7,8 +7,51 @@ use crate::debox::{About, Call, around};
 use std::fs::{File, Metadata};
 use std::io;
 use std::os::fd::AsFd;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// The flags every file amped serves is opened with, by a blocking [`open_for_serving`] or an
+/// `openat` on the ring ([`crate::uring::Ring::open`]): read-only, close-on-exec, and
+/// `O_NONBLOCK` (see [`open_for_serving`]).
+pub const SERVING_OPEN_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC;
+
+/// A file's metadata as the server uses it, whether it came from `fstat` ([`fstat`]) or from a
+/// `statx` on the ring, in the units `std::fs::Metadata` uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStat {
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time.
+    pub mtime: SystemTime,
+    /// Inode number.
+    pub ino: u64,
+    /// Device number (`makedev(major, minor)`, as `MetadataExt::dev`).
+    pub dev: u64,
+    /// A regular file.
+    pub is_file: bool,
+    /// File type and permission bits (`st_mode`).
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+}
+
+impl From<&Metadata> for FileStat {
+    fn from(m: &Metadata) -> FileStat {
+        FileStat {
+            size: m.len(),
+            mtime: m.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            ino: m.ino(),
+            dev: m.dev(),
+            is_file: m.is_file(),
+            mode: m.mode(),
+            uid: m.uid(),
+            gid: m.gid(),
+        }
+    }
+}
 
 /// Opens `path` read-only and close-on-exec, with `O_NONBLOCK`: should the path have been
 /// swapped for a FIFO since it was translated, the open must not wait for a writer. The flag
@@ -16,7 +59,7 @@ use std::path::{Path, PathBuf};
 #[track_caller]
 pub fn open_for_serving(path: &Path) -> io::Result<File> {
     use rustix::fs::{Mode, OFlags};
-    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let flags = OFlags::from_bits_retain(SERVING_OPEN_FLAGS as _);
     let fd =
         around(Call::Open, About::Path(path), || rustix::fs::open(path, flags, Mode::empty()))?;
     Ok(File::from(fd))

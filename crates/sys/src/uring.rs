@@ -95,26 +95,7 @@ impl Gather {
     }
 }
 
-/// File metadata from `statx`, in the units `std::fs::Metadata` uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FileStat {
-    /// Size in bytes.
-    pub size: u64,
-    /// Modification time.
-    pub mtime: SystemTime,
-    /// Inode number.
-    pub ino: u64,
-    /// Device number (`makedev(major, minor)`, as `MetadataExt::dev`).
-    pub dev: u64,
-    /// A regular file.
-    pub is_file: bool,
-    /// File type and permission bits (`st_mode`).
-    pub mode: u32,
-    /// Owner.
-    pub uid: u32,
-    /// Group.
-    pub gid: u32,
-}
+pub use crate::files::FileStat;
 
 /// What a completed operation produced (its memory handed back).
 #[derive(Debug)]
@@ -465,12 +446,12 @@ impl Ring {
         self.push(token, entry, Held::Send(boxed))
     }
 
-    /// Opens `path` read-only, non-blocking (a FIFO swapped in cannot hang the open) and
-    /// close-on-exec. Fails at once for a path containing NUL.
+    /// Opens `path` with [`crate::files::SERVING_OPEN_FLAGS`] (read-only, non-blocking: a FIFO
+    /// swapped in cannot hang the open; close-on-exec). Fails at once for a path containing NUL.
     pub fn open(&mut self, token: u64, path: &Path) -> io::Result<OpId> {
         let c = CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
-        let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC;
+        let flags = crate::files::SERVING_OPEN_FLAGS;
         let entry = opcode::OpenAt::new(types::Fd(libc::AT_FDCWD), c.as_ptr()).flags(flags).build();
         Ok(self.push(token, entry, Held::Open(c)))
     }

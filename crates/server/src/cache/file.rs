@@ -5,6 +5,7 @@
 //! budget (in-memory bodies). Entries are `Arc`s: eviction drops only the cache's reference,
 //! so a response in flight keeps its descriptor until it is sent.
 
+use amped_sys::files::FileStat;
 use lru::LruCache;
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
@@ -61,15 +62,21 @@ impl FileEntry {
         meta: &std::fs::Metadata,
         body: Option<Arc<[u8]>>,
     ) -> Self {
-        let size = body.as_ref().map_or(meta.len(), |b| b.len() as u64);
+        Self::from_stat(path, file, &FileStat::from(meta), body)
+    }
+
+    /// Builds an entry from an open file's metadata, however it was taken (`fstat` by a
+    /// helper, `statx` on the ring).
+    pub fn from_stat(path: PathBuf, file: File, st: &FileStat, body: Option<Arc<[u8]>>) -> Self {
+        let size = body.as_ref().map_or(st.size, |b| b.len() as u64);
         FileEntry {
             path,
             file,
             size,
-            mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            ino: meta.ino(),
-            dev: meta.dev(),
-            access: Access::of(meta),
+            mtime: st.mtime,
+            ino: st.ino,
+            dev: st.dev,
+            access: Access { mode: st.mode, uid: st.uid, gid: st.gid },
             body,
         }
     }

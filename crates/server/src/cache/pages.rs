@@ -19,7 +19,9 @@
 //! not resident within the last second — by the residency test before a send, or when a small
 //! body is about to be read into memory. With everything cached there are no such misses and
 //! nothing is dropped, so a cached large file is never re-read because of this policy. Large
-//! files yield where the residency test runs (the event-loop architectures sped and amped).
+//! files yield where the residency test runs before a send (the epoll architectures); the
+//! small-body test and drop are the open policy's ([`crate::disk::open`]), so every
+//! architecture applies them, io_uring included.
 
 use super::{FileEntry, lock};
 use amped_sys::residency;

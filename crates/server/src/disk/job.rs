@@ -7,14 +7,14 @@
 //! descriptor and metadata back, so the event loop never repeats a file-system operation
 //! hoping it will now hit the cache.
 
+use super::open::{OpenRules, open_blocking};
 use super::translate::{TranslateRequest, Translation, translate};
 use crate::cache::{FileEntry, PagePolicy};
 use crate::config::Config;
 use amped_sys::pipe::PagePipe;
-use amped_sys::residency;
 use std::fs::File;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -133,7 +133,9 @@ impl Job {
                 });
                 let opening = Instant::now();
                 let file = match &translation {
-                    Translation::File(p, _) => Some(open_file(p, cfg, pages)),
+                    Translation::File(p, _) => {
+                        Some(open_blocking(p.clone(), OpenRules::new(cfg, pages)))
+                    }
                     _ => None,
                 };
                 let open_time = file.is_some().then(|| opening.elapsed());
@@ -190,43 +192,9 @@ impl Job {
     }
 }
 
-/// Opens a regular file without following it into a FIFO or device, and, when the file
-/// cache is on and the file is small, reads its body into memory — then, under memory
-/// pressure, lets its pages go (one copy is enough; see [`crate::cache::pages`]).
-fn open_file(path: &Path, cfg: &Config, pages: &PagePolicy) -> io::Result<FileEntry> {
-    let file = amped_sys::files::open_for_serving(path)?;
-    let meta = amped_sys::files::fstat(&file)?;
-    if !meta.is_file() {
-        return Err(io::Error::new(io::ErrorKind::PermissionDenied, "not a regular file"));
-    }
-    let body = if keeps_body_in_memory(cfg, meta.len()) {
-        if pages.enabled()
-            && meta.len() > 0
-            && !residency::is_resident(&file, 0, meta.len()).unwrap_or(true)
-        {
-            pages.note_miss(meta.len());
-        }
-        let body = read_small(&file, cfg.small_file_bytes)?;
-        if body.is_some() && pages.under_pressure() {
-            let _ = residency::evict(&file);
-        }
-        body
-    } else {
-        None
-    };
-    Ok(FileEntry::new(path.to_path_buf(), file, &meta, body))
-}
-
-/// Whether a file of `size` bytes has its body read into memory when it is opened (the file
-/// cache keeps small bodies). The one policy for every way of opening: a blocking job here, or
-/// the io_uring architecture's ring.
-pub fn keeps_body_in_memory(cfg: &Config, size: u64) -> bool {
-    cfg.opt.file_cache && size <= cfg.small_file_bytes
-}
-
 impl Resolved {
     /// The result for a file whose translation was already known (from the path cache), when
-    /// the `open`/`stat` (and small-body read) ran outside [`Job::run`] — submitted to io_uring.
+    /// its open ([`super::open::FileOpen`]) ran outside [`Job::run`] — on io_uring's ring.
     pub fn known_file(
         url_path: String,
         path: PathBuf,
@@ -243,12 +211,6 @@ impl Resolved {
             times: None,
         }
     }
-}
-
-/// Reads the whole file if it still fits in `limit` bytes (it may have grown since `stat`).
-fn read_small(file: &File, limit: u64) -> io::Result<Option<Arc<[u8]>>> {
-    let buf = amped_sys::files::read_up_to(file, limit + 1)?;
-    Ok((buf.len() as u64 <= limit).then(|| Arc::from(buf)))
 }
 
 /// The size of one piece a fill asks the disk for ahead of reading it: the kernel's usual

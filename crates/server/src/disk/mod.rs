@@ -1,6 +1,7 @@
 //! Everything that may block on the disk, and nothing else: translating a URL path
-//! ([`translate`]), rendering a directory listing ([`listing`]), and the [`Job`]s that open a
-//! file, read a small body or bring a cold chunk into memory ([`job`]). None of it runs in an
+//! ([`translate`]), rendering a directory listing ([`listing`]), opening a file ([`open`]: the one open policy, a
+//! step machine run with blocking calls here and on the ring by io_uring), and the [`Job`]s
+//! that resolve a path and open it, or bring a cold chunk into memory ([`job`]). None of it runs in an
 //! event loop by itself: the pipeline hands it out as a [`Job`] and the architecture decides
 //! who waits for it (the loop inline in SPED, a helper in AMPED, a stage in staged, the
 //! connection's thread in MT/pool/MP; io_uring submits the opens and reads to its ring).
@@ -12,6 +13,8 @@
 pub mod fs_error;
 pub mod job;
 pub mod listing;
+pub mod open;
 pub mod translate;
 
-pub use job::{Job, JobDone, JobTimes, Resolved, keeps_body_in_memory};
+pub use job::{Job, JobDone, JobTimes, Resolved};
+pub use open::{FileOpen, OpenOp, OpenOutcome, OpenRules, OpenStep};

@@ -32,6 +32,7 @@ use super::conn_table::ConnTable;
 use super::disk_concurrency::DiskConcurrency;
 use super::event_loop::JobRunner;
 use super::lifecycle::{AcceptPause, Lifecycle, Phase, TICK};
+use crate::disk::OpenRules;
 use crate::disk::translate::Translation;
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
@@ -363,7 +364,7 @@ impl UringLoop {
                 c.doing = Doing::Responding { out, op: Some(op) };
             }
             (Next::Done, _) => {
-                self.pipeline.complete(&out.resp, out.body_sent);
+                self.pipeline.complete(&out.resp, out.body_sent());
                 let close = out.closes_after();
                 if let Some(buf) = out.into_buffer() {
                     self.recycle(buf);
@@ -448,7 +449,8 @@ impl UringLoop {
                 _ => self.close(key),
             },
             Doing::Opening { opening, .. } => {
-                let step = opening.completed(event, &mut self.ring, token, &self.pipeline.cfg);
+                let rules = OpenRules::new(&self.pipeline.cfg, &self.pipeline.caches.pages);
+                let step = (*opening).completed(event, &mut self.ring, token, rules);
                 self.on_open_step(key, step);
             }
             Doing::Responding { out, .. } => self.on_response_event(key, out, event),
@@ -581,7 +583,7 @@ impl UringLoop {
         self.conns.remove(key);
         if let Some(out) = out {
             // Abandoned mid-response: log what was sent.
-            self.pipeline.complete(&out.resp, out.body_sent);
+            self.pipeline.complete(&out.resp, out.body_sent());
             if out.cold_read {
                 self.gate.released();
                 self.start_waiting_reads();

@@ -1,4 +1,5 @@
-//! A response on its way out through the ring: what to submit next for it.
+//! A response on its way out through the ring: the ring operations for the pieces the send
+//! plan names ([`crate::send_plan`], shared with [`crate::transmit`]).
 //!
 //! Heads and in-memory bodies leave in one gather `sendmsg` (Flash §5.4's gather write).
 //! File bodies are read through the ring into a buffer (`IORING_OP_READ`), a chunk at a time,
@@ -9,100 +10,92 @@
 //! what the ring is meant to avoid. Read + send stays fully asynchronous (see
 //! docs/ARCHITECTURE.md, "Why read + send, not splice"), so `--no-zero-copy` changes nothing here.
 
-use crate::cache::FileEntry;
 use crate::pipeline::{Body, Response};
+use crate::send_plan::{HeadGoes, Piece, SendPlan};
 use amped_sys::uring::{Chunk, Gather};
 use std::sync::Arc;
 
 /// Largest file chunk read and sent in one round.
 pub(super) const CHUNK: usize = 128 << 10;
 
-/// The part of a file body not read yet.
-#[derive(Debug)]
-struct FileLeft {
-    file: Arc<FileEntry>,
-    next: u64,
-    end: u64,
-}
-
 /// What to do next for a response.
 pub(super) enum Next {
     /// Send this gather list (`more`: further chunks follow).
     Send(Gather, bool),
     /// Read up to `max` bytes of `file` at `offset` into `buf` (empty, with capacity).
-    Read { file: Arc<FileEntry>, offset: u64, max: usize, buf: Vec<u8> },
+    Read { file: Arc<crate::cache::FileEntry>, offset: u64, max: usize, buf: Vec<u8> },
     /// All sent.
     Done,
 }
 
-/// A response being sent.
+/// A response being sent: the send plan ([`crate::send_plan`]) decides which bytes go next,
+/// this only turns its pieces into ring operations.
 #[derive(Debug)]
 pub(super) struct Sending {
     /// The response (its head moved into the gather list).
     pub resp: Response,
-    /// Body bytes sent so far (for the access log).
-    pub body_sent: u64,
     /// When sending began (the disk gate's order).
     pub since: std::time::Instant,
     /// The read in flight holds one of the disk gate's slots.
     pub cold_read: bool,
-    /// The unsent bytes; `None` while the ring holds them.
+    /// Which bytes go next.
+    plan: SendPlan,
+    /// The unsent bytes in hand (head, in-memory body or the chunk read); `None` while the
+    /// ring holds them.
     gather: Option<Gather>,
-    file: Option<FileLeft>,
-    /// The file ended before the length the head promised: what is in hand still goes, then
-    /// the connection closes.
-    cut_short: bool,
 }
 
 impl Sending {
     /// Starts sending `resp`.
+    #[inline]
     pub fn new(mut resp: Response) -> Sending {
+        // The head leaves with the first chunk read: one gather send for both.
+        let plan = SendPlan::new(&resp, HeadGoes::WithFirstChunk);
         let head = std::mem::take(&mut resp.head);
-        let (body, body_range, file) = match &resp.body {
-            Body::None => (Chunk::Empty, 0..0, None),
-            Body::Memory(bytes, r) => (Chunk::Shared(bytes.clone()), r.clone(), None),
-            Body::File { file, offset, len } => (
-                Chunk::Empty,
-                0..0,
-                Some(FileLeft { file: file.clone(), next: *offset, end: offset + len }),
-            ),
+        let (body, body_range) = match &resp.body {
+            Body::Memory(bytes, r) => (Chunk::Shared(bytes.clone()), r.clone()),
+            Body::None | Body::File { .. } => (Chunk::Empty, 0..0),
         };
         Sending {
             resp,
-            body_sent: 0,
             since: std::time::Instant::now(),
             cold_read: false,
+            plan,
             gather: Some(Gather { head, head_from: 0, body, body_range }),
-            file,
-            cut_short: false,
         }
+    }
+
+    /// Body bytes sent so far (for the access log).
+    #[inline]
+    pub fn body_sent(&self) -> u64 {
+        self.plan.body_sent()
     }
 
     /// The next operation, taking the gather list or the chunk buffer out for the ring.
     /// `spare` supplies a read buffer when none is at hand.
+    #[inline]
     pub fn next(&mut self, spare: impl FnOnce() -> Vec<u8>) -> Next {
         let Some(mut g) = self.gather.take() else { return Next::Done };
-        let file_left = self.file.as_ref().filter(|f| f.next < f.end);
-        if let Some(f) = file_left
-            && g.body_range.is_empty()
-        {
-            // The chunk in hand is sent (or there is none yet): read the next one. The head,
-            // if still unsent, waits and leaves with it.
-            let mut buf = match std::mem::replace(&mut g.body, Chunk::Empty) {
-                Chunk::Owned(v) => v,
-                _ => spare(),
-            };
-            buf.clear();
-            let max = ((f.end - f.next) as usize).min(CHUNK);
-            let (file, offset) = (f.file.clone(), f.next);
-            self.gather = Some(g);
-            return Next::Read { file, offset, max, buf };
+        match (self.plan.next(&self.resp.body, CHUNK as u64), &self.resp.body) {
+            (Piece::File { pos, len, .. }, Body::File { file, .. }) => {
+                // The chunk in hand is sent (or there is none yet): read the next one. The
+                // head, if still unsent, waits and leaves with it.
+                let mut buf = match std::mem::replace(&mut g.body, Chunk::Empty) {
+                    Chunk::Owned(v) => v,
+                    _ => spare(),
+                };
+                buf.clear();
+                let file = file.clone();
+                self.gather = Some(g);
+                Next::Read { file, offset: pos, max: len as usize, buf }
+            }
+            (Piece::Gather | Piece::Head { more: false }, _) => Next::Send(g, false),
+            (Piece::InHand { more } | Piece::Head { more }, _) => Next::Send(g, more),
+            (Piece::Done | Piece::File { .. }, _) => {
+                self.gather = Some(g);
+                Next::Done
+            }
         }
-        if g.remaining() > 0 {
-            return Next::Send(g, file_left.is_some());
-        }
-        self.gather = Some(g);
-        Next::Done
     }
 
     /// A chunk of `n` bytes was read into `buf`. Zero means the file ended before the length
@@ -113,31 +106,31 @@ impl Sending {
     /// client sees the same answer as under the other architectures, a body shorter than its
     /// `Content-Length`, and never a close without a word.
     pub fn chunk_read(&mut self, buf: Vec<u8>, n: usize) {
-        let (Some(g), Some(f)) = (self.gather.as_mut(), self.file.as_mut()) else {
-            self.cut_short = true;
+        let Some(g) = self.gather.as_mut() else {
+            self.plan.end_early();
             return;
         };
-        if n == 0 {
-            g.body = Chunk::Owned(buf);
-            g.body_range = 0..0;
-            self.file = None;
-            self.cut_short = true;
-            return;
-        }
-        f.next += n as u64;
-        g.body_range = 0..buf.len();
+        g.body_range = if n == 0 {
+            self.plan.end_early();
+            0..0
+        } else {
+            self.plan.moved_in(n);
+            0..buf.len()
+        };
         g.body = Chunk::Owned(buf);
     }
 
     /// The connection closes once this response is done: the response says so, or its body
     /// was cut short.
     pub fn closes_after(&self) -> bool {
-        self.resp.close || self.cut_short
+        self.resp.close || self.plan.ended_early()
     }
 
     /// `n` bytes of `g` were sent.
+    #[inline]
     pub fn sent(&mut self, mut g: Gather, n: usize) {
-        self.body_sent += g.advance(n) as u64;
+        g.advance(n);
+        self.plan.sent(n);
         self.gather = Some(g);
     }
 
@@ -147,6 +140,7 @@ impl Sending {
     }
 
     /// The chunk buffer, for reuse by the next file response.
+    #[inline]
     pub fn into_buffer(self) -> Option<Vec<u8>> {
         match self.gather?.body {
             Chunk::Owned(v) => Some(v),
@@ -158,6 +152,7 @@ impl Sending {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::FileEntry;
 
     /// A 200 for `size` bytes of a file (any open file: the plan never reads it itself).
     fn file_response(size: u64) -> Response {
