@@ -15,7 +15,12 @@
 //! * then the next file range ([`Piece::File`]): up to the end of the range known to be in
 //!   memory (tested resident, or read in by a job) when the position is inside one — so a send
 //!   the socket took only part of continues with the rest of that range, without a new test —
-//!   else one chunk, which the engine tests (or reads) before sending;
+//!   else one chunk, which the engine tests (or reads) before sending. What is known holds
+//!   until the engine waits for the socket ([`SendPlan::waited`]): a slow client can take
+//!   seconds to make room, and under memory pressure the kernel may reclaim the pages in the
+//!   meantime, so the rest of the range is tested again before it is sent
+//!   ([`InMemory::Stale`]) — a `sendfile` of reclaimed pages would wait for the disk on the
+//!   loop (New Flash's race; DeBox saw it on the IOPS-capped disk, docs/BENCHMARKS.md E5);
 //! * a file that ended before the length the head promised ends the plan early: what is in
 //!   hand still goes (the head above all), then the connection must close
 //!   ([`SendPlan::ended_early`]).
@@ -47,18 +52,29 @@ pub enum Piece {
         /// File bytes remain after these.
         more: bool,
     },
-    /// The file bytes `pos .. pos + len`: inside a range known to be in memory
-    /// (`known_resident`: send them without a test), else one chunk to test or read first.
+    /// The file bytes `pos .. pos + len`: inside a range known to be in memory, else one
+    /// chunk to test or read first.
     File {
         /// File position of the first byte.
         pos: u64,
         /// How many bytes.
         len: u64,
-        /// Inside a range known to be in memory.
-        known_resident: bool,
+        /// What is known of their pages.
+        in_memory: InMemory,
     },
     /// Everything is sent.
     Done,
+}
+
+/// What is known of a file range's pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InMemory {
+    /// Nothing: test (or read) them before sending.
+    Untested,
+    /// In memory (tested, or read in by a job) since the engine last waited: send them.
+    Known,
+    /// Were in memory before the engine waited for the socket: test them again (only them).
+    Stale,
 }
 
 /// Where a response's sending stands. It is kept small (it lives in every busy connection
@@ -77,6 +93,8 @@ pub struct SendPlan {
     head_goes: HeadGoes,
     /// The file ended before the length the head promised.
     ended_early: bool,
+    /// The engine waited for the socket since the pages up to `resident_until` were known.
+    waited: bool,
 }
 
 impl SendPlan {
@@ -92,6 +110,7 @@ impl SendPlan {
             in_hand: 0,
             head_goes,
             ended_early: false,
+            waited: false,
         }
     }
 
@@ -122,7 +141,12 @@ impl SendPlan {
         let pos = offset + self.body_sent;
         let known = self.resident_until.saturating_sub(pos);
         let len = unread.min(if known > 0 { known.min(chunk) } else { chunk });
-        Piece::File { pos, len, known_resident: known > 0 }
+        let in_memory = match (known > 0, self.waited) {
+            (false, _) => InMemory::Untested,
+            (true, false) => InMemory::Known,
+            (true, true) => InMemory::Stale,
+        };
+        Piece::File { pos, len, in_memory }
     }
 
     /// The socket took `n` more bytes (the head's first): returns how many were body bytes.
@@ -146,7 +170,15 @@ impl SendPlan {
     pub fn resident(&mut self, body: &Body, pos: u64, len: u64) {
         if let Body::File { offset, len: body_len, .. } = body {
             self.resident_until = (pos + len).min(offset + body_len);
+            self.waited = false;
         }
+    }
+
+    /// The engine is about to wait for the socket to take more: what is known of the pages
+    /// ahead becomes [`InMemory::Stale`] until they are found in memory again.
+    #[inline]
+    pub fn waited(&mut self) {
+        self.waited = true;
     }
 
     /// The file ended before the length the head promised: nothing more is read.

@@ -12,6 +12,7 @@ enum Report {
     Sent(usize),
     MovedIn(usize),
     Resident(u64, u64),
+    Waited,
     EndedEarly,
 }
 
@@ -45,6 +46,7 @@ fn play(body: Body, head_goes: HeadGoes, reports: &[Report]) -> Vec<Piece> {
             }
             Report::MovedIn(n) => plan.moved_in(n),
             Report::Resident(pos, len) => plan.resident(&resp.body, pos, len),
+            Report::Waited => plan.waited(),
             Report::EndedEarly => plan.end_early(),
         }
         pieces.push(plan.next(&resp.body, 100));
@@ -60,7 +62,12 @@ fn each_report_leads_to_one_next_piece() {
     use HeadGoes::*;
     use Piece::*;
     use Report::*;
-    let f = |pos, len, known_resident| File { pos, len, known_resident };
+    let f = |pos, len, known: bool| File {
+        pos,
+        len,
+        in_memory: if known { InMemory::Known } else { InMemory::Untested },
+    };
+    let stale = |pos, len| File { pos, len, in_memory: InMemory::Stale };
     #[rustfmt::skip]
     let cases: Vec<Case> = vec![
         ("no body: the head, resumed after a partial write",
@@ -73,6 +80,14 @@ fn each_report_leads_to_one_next_piece() {
             file(0, 250), Alone,
             vec![Sent(10), Resident(0, 100), Sent(60), Sent(40)],
             vec![Head { more: true }, f(0, 100, false), f(0, 100, true), f(60, 40, true), f(100, 100, false)]),
+        ("a wait for the socket makes the rest of a known range stale (tested again, only it); \
+          found in memory again, it is known again",
+            file(0, 250), Alone,
+            vec![Sent(10), Resident(0, 100), Sent(60), Waited, Resident(60, 40), Sent(40)],
+            vec![Head { more: true }, f(0, 100, false), f(0, 100, true), f(60, 40, true),
+              stale(60, 40), f(60, 40, true), f(100, 100, false)]),
+        ("a wait with nothing known changes nothing",
+            file(0, 250), Alone, vec![Sent(10), Waited], vec![Head { more: true }, f(0, 100, false), f(0, 100, false)]),
         ("a range read in reaching past one chunk is sent a chunk at a time",
             file(0, 250), Alone, vec![Sent(10), Resident(0, 250), Sent(100), Sent(100), Sent(50)],
             vec![Head { more: true }, f(0, 100, false), f(0, 100, true), f(100, 100, true),

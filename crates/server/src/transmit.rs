@@ -16,7 +16,7 @@
 
 use crate::config::ReadPath;
 use crate::pipeline::{Body, Job, JobDone, Pipeline, Response};
-use crate::send_plan::{HeadGoes, Piece, SendPlan};
+use crate::send_plan::{HeadGoes, InMemory, Piece, SendPlan};
 use crate::stats::bump;
 use crate::transport::Wire;
 use amped_sys::pipe::PagePipe;
@@ -164,8 +164,8 @@ impl Outgoing {
                 Piece::Gather => self.send_gather(&mut wire),
                 Piece::Head { more } => self.send_head(&mut wire, more),
                 Piece::InHand { more } => self.send_in_hand(&mut wire, more, p),
-                Piece::File { pos, len, known_resident } => {
-                    self.send_file_range(&mut wire, (pos, len, known_resident), opts, p)
+                Piece::File { pos, len, in_memory } => {
+                    self.send_file_range(&mut wire, (pos, len, in_memory), opts, p)
                 }
             }
             .and_then(|done| {
@@ -176,6 +176,7 @@ impl Outgoing {
                 Ok(false) if opts.yield_each_step => return SendOutcome::Progress,
                 Ok(false) => continue,
                 Err(Stop::WouldBlock) => {
+                    self.plan.waited();
                     if let Some(t) = self.resp.timeline.as_mut() {
                         t.unwritable();
                     }
@@ -236,21 +237,25 @@ impl Outgoing {
         self.body_moved(n, p)
     }
 
-    /// One syscall's worth of the file range `(pos, chunk, known_resident)` the plan named,
-    /// or the job that brings it into memory first. Ok(true) when all is sent.
+    /// One syscall's worth of the file range `(pos, chunk, in_memory)` the plan named, or the
+    /// job that brings it into memory first. Ok(true) when all is sent.
     fn send_file_range(
         &mut self,
         wire: &mut Wire<'_>,
-        (pos, chunk, known_resident): (u64, u64, bool),
+        (pos, chunk, in_memory): (u64, u64, InMemory),
         opts: SendOptions,
         p: &Pipeline,
     ) -> Result<bool, Stop> {
         let Body::File { file, len, .. } = &self.resp.body else { unreachable!("file body") };
         let (file, len) = (file.clone(), *len);
         let t0 = self.clock();
+        // Untested pages after a cold chunk go to a job without a test (below); pages known
+        // before the socket made the loop wait are tested again, even then: they were read in
+        // completely, so the test can only find them reclaimed, never still being read.
         let (kind, n) = if opts.residency_test
-            && !known_resident
-            && (self.met_disk || !self.test_residency(&file, pos, chunk, p))
+            && in_memory != InMemory::Known
+            && ((self.met_disk && in_memory == InMemory::Untested)
+                || !self.test_residency(&file, pos, chunk, p))
         {
             // Once a chunk was cold, the rest of the body goes through jobs as well: the
             // kernel's read-ahead started by that job puts the following pages in the page

@@ -75,10 +75,28 @@ fn drive(
     opts: SendOptions,
     p: &Pipeline,
 ) -> (Vec<u8>, Vec<Asked>, Option<std::io::Error>) {
-    let (server, mut client) = UnixStream::pair().unwrap();
+    let (server, mut client) = socket_pair();
+    drive_over(out, opts, p, &server, &mut client, Vec::new())
+}
+
+/// A connected pair of non-blocking sockets: the server's end and the client's.
+fn socket_pair() -> (UnixStream, UnixStream) {
+    let (server, client) = UnixStream::pair().unwrap();
     server.set_nonblocking(true).unwrap();
     client.set_nonblocking(true).unwrap();
-    let (mut got, mut asked) = (Vec::new(), Vec::new());
+    (server, client)
+}
+
+/// [`drive`] over a given socket pair, the client having received `got` so far.
+fn drive_over(
+    out: &mut Outgoing,
+    opts: SendOptions,
+    p: &Pipeline,
+    server: &UnixStream,
+    client: &mut UnixStream,
+    mut got: Vec<u8>,
+) -> (Vec<u8>, Vec<Asked>, Option<std::io::Error>) {
+    let mut asked = Vec::new();
     let mut buf = vec![0u8; 256 << 10];
     let mut drain = |got: &mut Vec<u8>| loop {
         match client.read(&mut buf) {
@@ -89,7 +107,7 @@ fn drive(
         }
     };
     for _ in 0..10_000 {
-        match out.send(&server, opts, p) {
+        match out.send(server, opts, p) {
             SendOutcome::Done => {
                 drain(&mut got);
                 return (got, asked, None);
@@ -247,5 +265,38 @@ fn a_file_that_shrank_ends_the_response_with_an_error_after_what_there_was() {
         let err = err.unwrap_or_else(|| panic!("{name}: a shrunken file cannot be sent whole"));
         assert_eq!(err.kind(), ErrorKind::UnexpectedEof, "{name}");
         assert_eq!(got, with_head(HEAD, &bytes[..40_000]), "{name}: what the file still had");
+    }
+}
+
+/// New Flash's race, closed for a slow client: a chunk found resident is sent until the socket
+/// is full; while the loop waits for the client, its pages are reclaimed; the rest of that
+/// chunk is then tested again and read by a job (not by a `sendfile` that would wait for the
+/// disk on the loop), and the client still gets every byte.
+#[test]
+fn pages_reclaimed_while_the_socket_was_full_are_read_by_a_job() {
+    let b = Bench::new();
+    let len = 1_200_000;
+    let (file, bytes) = b.file("reclaimed.bin", len);
+    let body = Body::File { file: file.clone(), offset: 0, len: len as u64 };
+    let mut out = Outgoing::new(response(HEAD, body));
+    let (server, mut client) = socket_pair();
+    let opts = opts(ReadPath::Pipe);
+    match out.send(&server, opts, &b.pipeline) {
+        SendOutcome::WouldBlock => {}
+        other => panic!("a warm 1.2 MB body should fill the socket first: {other:?}"),
+    }
+    let stopped_at = out.plan.body_sent();
+    assert!(stopped_at > 0 && stopped_at < 512 << 10, "inside the first chunk: {stopped_at}");
+    // The client takes what was sent (so the socket holds no page of the file: a page it
+    // still referenced could not be reclaimed, nor the rest of a large folio around it).
+    let mut got = vec![0u8; HEAD.len() + stopped_at as usize];
+    client.read_exact(&mut got).unwrap();
+    amped_sys::residency::evict(&file.file).unwrap();
+    let (got, asked, err) = drive_over(&mut out, opts, &b.pipeline, &server, &mut client, got);
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(got, with_head(HEAD, &bytes));
+    match asked.first() {
+        Some(Asked::Fill(offset, _)) => assert_eq!(*offset, stopped_at, "{asked:?}"),
+        other => panic!("the reclaimed rest of the chunk was sent without a job: {other:?}"),
     }
 }
