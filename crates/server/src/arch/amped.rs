@@ -131,7 +131,7 @@ pub fn run(
     pipeline: Arc<Pipeline>,
     listener: TcpListener,
     tls: Option<Arc<TlsContext>>,
-    shutdown: &AtomicBool,
+    shutdown: &Arc<AtomicBool>,
 ) -> std::io::Result<()> {
     let helpers = HelperPool::start(pipeline.clone(), pipeline.cfg.helpers)?;
     EventLoop::new(pipeline, helpers, listener)?.speaking(tls).run(shutdown)

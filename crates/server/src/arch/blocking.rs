@@ -25,62 +25,22 @@
 //! caps open connections at `--max-connections` (the acceptor waits for a free slot, leaving
 //! the rest in the kernel's backlog) and [`next_connection`].
 
-use super::lifecycle::{ACCEPT_BACKOFF, Phase, TICK};
+use super::lifecycle::{ACCEPT_BACKOFF, Phase, Stop, TICK, out_of_descriptors};
 use super::waiting_room::{Room, Waited};
 use crate::cache::lock;
-use crate::config::Config;
 use crate::pipeline::{ConnState, Pipeline, Step};
 use crate::stats::{Stats, bump, drop_one};
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
 use amped_sys::epoll::Interest;
-use amped_sys::listen::{is_fd_exhaustion, prepare_stream};
+use amped_sys::listen::prepare_stream;
 use slab::Slab;
 use std::io::{self, ErrorKind};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 /// Read buffer of one connection.
 const READ_BUF: usize = 16 << 10;
-
-/// Graceful shutdown as the serving threads of one server see it: begun when the signal flag
-/// is set, expired `shutdown_timeout` after a thread first noticed it.
-pub struct Stop {
-    flag: Arc<AtomicBool>,
-    began: OnceLock<Instant>,
-    /// Holds the (live) shutdown timeout, read when shutdown begins.
-    live: Arc<crate::config::Live>,
-    grace: OnceLock<Duration>,
-}
-
-impl Stop {
-    /// Watches `flag` (set by SIGTERM/SIGINT/SIGQUIT); in-flight work may take the
-    /// configuration's shutdown timeout (as it is when shutdown begins) after it is set.
-    pub fn new(flag: Arc<AtomicBool>, cfg: &Config) -> Self {
-        Stop { flag, began: OnceLock::new(), live: cfg.live.clone(), grace: OnceLock::new() }
-    }
-
-    /// True once shutdown has begun: finish what is in flight, take nothing new.
-    pub fn draining(&self) -> bool {
-        let set = self.flag.load(Ordering::Relaxed);
-        if set {
-            self.began.get_or_init(Instant::now);
-        }
-        set
-    }
-
-    /// When in-flight work must be abandoned (`None` before shutdown began).
-    pub fn deadline(&self) -> Option<Instant> {
-        let grace = || *self.grace.get_or_init(|| self.live.shutdown_timeout());
-        self.draining().then(|| *self.began.get_or_init(Instant::now) + grace())
-    }
-
-    /// True once the shutdown deadline has passed.
-    pub fn expired(&self) -> bool {
-        self.deadline().is_some_and(|d| Instant::now() >= d)
-    }
-}
 
 /// Keeps a server's (or process's) open connections: caps them at `--max-connections`, and at
 /// the shutdown deadline shuts down the sockets of those still open, so that a thread blocked
@@ -223,11 +183,7 @@ pub fn next_connection(
                     e.kind(),
                     ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                 ) => {}
-            Err(e) if is_fd_exhaustion(&e) => {
-                crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
-                bump(gate.stats.accept_pauses());
-                std::thread::sleep(ACCEPT_BACKOFF);
-            }
+            Err(e) if out_of_descriptors(&e, &gate.stats) => std::thread::sleep(ACCEPT_BACKOFF),
             // EINVAL: the listener was shut down (mp's parent, at shutdown): nothing more comes.
             Err(e) if e.kind() == ErrorKind::InvalidInput => return None,
             Err(_) => {} // ECONNABORTED and friends: the client gave up

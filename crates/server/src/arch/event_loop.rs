@@ -15,7 +15,7 @@
 //! process is out of descriptors (re-armed after 100 ms), never spinning on a ready listener.
 
 use super::conn_table::ConnTable;
-use super::lifecycle::{AcceptPause, Lifecycle, Phase, TICK};
+use super::lifecycle::{AcceptPause, Lifecycle, Phase, Stop, TICK};
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
 use crate::tls::TlsContext;
@@ -131,11 +131,11 @@ impl<R: JobRunner> EventLoop<R> {
 
     /// Runs until `shutdown` is set and the connections in flight have finished (or the
     /// shutdown deadline passed).
-    pub fn run(mut self, shutdown: &AtomicBool) -> std::io::Result<()> {
+    pub fn run(mut self, shutdown: &Arc<AtomicBool>) -> std::io::Result<()> {
         let mut ready: Vec<Ready> = Vec::with_capacity(1024);
-        let mut life = Lifecycle::new();
+        let mut life = Lifecycle::new(Stop::new(shutdown.clone(), &self.pipeline.cfg));
         loop {
-            if life.shutdown_begins(shutdown, self.pipeline.cfg.shutdown_timeout()) {
+            if life.shutdown_begins() {
                 self.begin_drain();
             }
             if life.should_stop(self.conns.is_empty()) {

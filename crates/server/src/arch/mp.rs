@@ -35,15 +35,15 @@
 //! to CPU i mod the number of CPUs. Only the parent prints the listening line.
 
 use super::Server;
-use super::blocking::{self, Aside, Gate, Session, Stop};
-use super::lifecycle::{ACCEPT_BACKOFF, TICK};
+use super::blocking::{self, Aside, Gate, Session};
+use super::lifecycle::{ACCEPT_BACKOFF, Stop, TICK, out_of_descriptors};
 use super::waiting_room::{FOREIGN, Room};
 use crate::client_limits::Shared as ClientShared;
 use crate::config::Config;
 use crate::operator::SignalCounts;
 use crate::pipeline::Pipeline;
 use crate::stats::{Stats, bump};
-use amped_sys::listen::{accept_nonblocking, is_fd_exhaustion};
+use amped_sys::listen::accept_nonblocking;
 use amped_sys::process::{WorkerSignal, signal_worker, spawn_worker};
 use std::ffi::OsString;
 use std::io;
@@ -196,9 +196,7 @@ impl Doors<'_> {
         match accept_nonblocking(&self.listeners[i]) {
             Ok(conn) if !stop.draining() => Some(conn),
             Ok(_) => None, // closed unanswered: shutdown began
-            Err(e) if is_fd_exhaustion(&e) => {
-                crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
-                bump(p.stats.accept_pauses());
+            Err(e) if out_of_descriptors(&e, &p.stats) => {
                 std::thread::sleep(ACCEPT_BACKOFF);
                 None
             }

@@ -12,7 +12,8 @@
 //! connections are refused) and waits for the connection threads until the shutdown deadline,
 //! when it shuts down the sockets still open.
 
-use super::blocking::{self, Gate, Stop};
+use super::blocking::{self, Gate};
+use super::lifecycle::Stop;
 use crate::pipeline::Pipeline;
 use std::io;
 use std::net::TcpListener;

@@ -22,8 +22,8 @@
 //! most the request in flight, with `Connection: close`) until the shutdown deadline, when the
 //! sockets still open are shut down.
 
-use super::blocking::{self, Aside, Connection, Gate, Session, Stop};
-use super::lifecycle::TICK;
+use super::blocking::{self, Aside, Connection, Gate, Session};
+use super::lifecycle::{Stop, TICK};
 use super::waiting_room::WaitingRoom;
 use crate::pipeline::Pipeline;
 use crate::stats::bump;

@@ -27,7 +27,7 @@ pub fn run(
     pipeline: Arc<Pipeline>,
     listener: TcpListener,
     tls: Option<Arc<TlsContext>>,
-    shutdown: &AtomicBool,
+    shutdown: &Arc<AtomicBool>,
 ) -> std::io::Result<()> {
     let runner = InlineRunner { pipeline: pipeline.clone() };
     EventLoop::new(pipeline, runner, listener)?.speaking(tls).run(shutdown)

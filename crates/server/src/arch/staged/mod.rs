@@ -143,7 +143,7 @@ pub fn run(
     pipeline: Arc<Pipeline>,
     listener: TcpListener,
     tls: Option<Arc<TlsContext>>,
-    shutdown: &AtomicBool,
+    shutdown: &Arc<AtomicBool>,
 ) -> std::io::Result<()> {
     let stages = Stages::start(pipeline.clone())?;
     EventLoop::new(pipeline, stages, listener)?.speaking(tls).run(shutdown)

@@ -31,7 +31,7 @@ use super::amped::HelperPool;
 use super::conn_table::ConnTable;
 use super::disk_concurrency::DiskConcurrency;
 use super::event_loop::JobRunner;
-use super::lifecycle::{AcceptPause, Lifecycle, Phase, TICK};
+use super::lifecycle::{AcceptPause, Lifecycle, Phase, Stop, TICK};
 use crate::disk::translate::Translation;
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
@@ -81,7 +81,7 @@ pub fn run(
     pipeline: Arc<Pipeline>,
     listener: TcpListener,
     tls: Option<Arc<TlsContext>>,
-    shutdown: &AtomicBool,
+    shutdown: &Arc<AtomicBool>,
 ) -> io::Result<()> {
     let ring = open_ring(RING_ENTRIES)?;
     // The ring waits for connections itself; accepted sockets inherit TCP_NODELAY.
@@ -211,15 +211,15 @@ impl UringLoop {
         }
     }
 
-    fn run(mut self, shutdown: &AtomicBool) -> io::Result<()> {
+    fn run(mut self, shutdown: &Arc<AtomicBool>) -> io::Result<()> {
         crate::debox::set_role(crate::debox::Role::Loop);
         if let Some(w) = self.helpers.waker() {
             self.ring.poll_readable(WAKER, w);
         }
         let mut batch: Vec<Completion> = Vec::with_capacity(256);
-        let mut life = Lifecycle::new();
+        let mut life = Lifecycle::new(Stop::new(shutdown.clone(), &self.pipeline.cfg));
         loop {
-            if life.shutdown_begins(shutdown, self.pipeline.cfg.shutdown_timeout()) {
+            if life.shutdown_begins() {
                 self.begin_drain();
             }
             if life.should_stop(self.conns.is_empty() && self.accept_op.is_none()) {
