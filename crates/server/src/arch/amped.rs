@@ -14,8 +14,9 @@
 //! its chunks, nor can long transfers hold every helper from new requests.
 
 use super::disk_concurrency::DiskConcurrency;
-use super::event_loop::{EventLoop, JobRunner};
+use super::event_loop::EventLoop;
 use super::job_results::JobResults;
+use super::job_results::JobRunner;
 use super::read_lane::ReadLane;
 use crate::pipeline::{Job, JobDone, Pipeline};
 use crate::tls::TlsContext;

@@ -15,8 +15,9 @@
 //! process is out of descriptors (re-armed after 100 ms), never spinning on a ready listener.
 
 use super::conn_table::ConnTable;
+use super::job_results::{JobRunner, ResumesJobs};
 use super::lifecycle::{AcceptPause, Lifecycle, Phase, Stop, TICK};
-use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
+use crate::pipeline::{ConnState, JobDone, Pipeline, Step};
 use crate::stats::{bump, drop_one};
 use crate::tls::TlsContext;
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
@@ -25,43 +26,13 @@ use amped_sys::epoll::{Interest, Poller, Ready};
 use amped_sys::listen::accept_nonblocking;
 use std::io::ErrorKind;
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 const LISTENER: u64 = u64::MAX;
 const WAKER: u64 = u64::MAX - 1;
-use super::job_results::JobResults;
-
 const ACCEPT_BATCH: usize = 64;
-
-/// Who runs the blocking jobs of an event loop.
-pub trait JobRunner {
-    /// Runs `job` for the connection `token`: returns its result if it ran inline, or `None`
-    /// if it was handed off (the connection parks until [`JobRunner::completed`] returns it).
-    fn submit(&mut self, token: u64, job: Job) -> Option<JobDone>;
-    /// Where handed-off jobs report back (none for inline runners).
-    fn results(&self) -> Option<&JobResults> {
-        None
-    }
-    /// Moves finished hand-offs into `out`.
-    fn completed(&mut self, out: &mut Vec<(u64, JobDone)>) {
-        if let Some(r) = self.results() {
-            r.collect(out);
-        }
-    }
-    /// A descriptor that becomes readable when hand-offs finish (none for inline runners).
-    fn waker(&self) -> Option<BorrowedFd<'_>> {
-        self.results().map(JobResults::waker)
-    }
-    /// Resets the waker after it fired.
-    fn drain_waker(&self) {
-        if let Some(r) = self.results() {
-            r.drain_waker();
-        }
-    }
-}
 
 struct Conn {
     io: Transport,
@@ -152,9 +123,7 @@ impl<R: JobRunner> EventLoop<R> {
             }
             let now = Instant::now();
             if life.sweep_due(now) {
-                // Results are also collected on the sweep, so a wake-up that went missing
-                // would cost at most one tick, never a hang.
-                self.finish_jobs();
+                self.finish_jobs(); // (a missed wake-up costs a tick at most)
                 self.sweep(now);
                 let yielded = self.pipeline.caches.pages.release_due(now);
                 self.pipeline.stats.page_yields().fetch_add(yielded, Ordering::Relaxed);
@@ -236,18 +205,6 @@ impl<R: JobRunner> EventLoop<R> {
             return;
         }
         self.drive(key, None);
-    }
-
-    fn finish_jobs(&mut self) {
-        self.runner.drain_waker();
-        let mut done = std::mem::take(&mut self.done);
-        self.runner.completed(&mut done);
-        for (token, result) in done.drain(..) {
-            if let Some(key) = self.conns.live_key(token) {
-                self.drive(key, Some(result));
-            }
-        }
-        self.done = done;
     }
 
     /// Advances one connection as far as it can go without blocking. `resumed` carries the
@@ -439,5 +396,21 @@ impl<R: JobRunner> EventLoop<R> {
         for key in idle {
             self.close(key);
         }
+    }
+}
+
+impl<R: JobRunner> ResumesJobs for EventLoop<R> {
+    type Runner = R;
+
+    fn runner_and_results(&mut self) -> (&mut R, &mut Vec<(u64, JobDone)>) {
+        (&mut self.runner, &mut self.done)
+    }
+
+    fn live_key(&self, token: u64) -> Option<usize> {
+        self.conns.live_key(token)
+    }
+
+    fn resume_parked(&mut self, key: usize, done: JobDone) {
+        self.drive(key, Some(done));
     }
 }

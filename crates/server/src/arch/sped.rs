@@ -2,7 +2,8 @@
 //! page that is not in memory stalls every connection until the disk answers — kept on purpose,
 //! so the weakness AMPED removes can be measured.
 
-use super::event_loop::{EventLoop, JobRunner};
+use super::event_loop::EventLoop;
+use super::job_results::JobRunner;
 use crate::pipeline::{Job, JobDone, Pipeline};
 use crate::stats::bump;
 use crate::tls::TlsContext;

@@ -30,8 +30,9 @@
 mod control;
 mod stage;
 
-use super::event_loop::{EventLoop, JobRunner};
+use super::event_loop::EventLoop;
 use super::job_results::JobResults;
+use super::job_results::JobRunner;
 use crate::pipeline::{Job, JobDone, Pipeline};
 use crate::stats::bump;
 use crate::tls::TlsContext;

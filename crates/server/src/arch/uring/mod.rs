@@ -30,7 +30,7 @@ mod tls;
 use super::amped::HelperPool;
 use super::conn_table::ConnTable;
 use super::disk_concurrency::DiskConcurrency;
-use super::event_loop::JobRunner;
+use super::job_results::{JobRunner, ResumesJobs};
 use super::lifecycle::{AcceptPause, Lifecycle, Phase, Stop, TICK};
 use crate::disk::translate::Translation;
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
@@ -237,9 +237,7 @@ impl UringLoop {
             }
             let now = Instant::now();
             if life.sweep_due(now) {
-                // Results are also collected on the sweep, so a wake-up that went missing
-                // would cost at most one tick, never a hang.
-                self.on_waker(true);
+                self.finish_jobs(); // (a missed wake-up costs a tick at most)
                 self.sweep(now);
             }
         }
@@ -538,20 +536,7 @@ impl UringLoop {
 
     /// Helper jobs finished: resume their connections.
     fn on_waker(&mut self, more: bool) {
-        self.helpers.drain_waker();
-        let mut done = std::mem::take(&mut self.done);
-        self.helpers.completed(&mut done);
-        for (token, result) in done.drain(..) {
-            let Some(key) = self.conns.live_key(token) else { continue };
-            let c = &mut self.conns[key];
-            if !matches!(c.doing, Doing::AtHelper) {
-                continue;
-            }
-            c.doing = Doing::Deciding;
-            let step = self.pipeline.resume(&mut c.state, result);
-            self.on_step(key, step);
-        }
-        self.done = done;
+        self.finish_jobs();
         if !more && let Some(w) = self.helpers.waker() {
             self.ring.poll_readable(WAKER, w); // the multishot poll ended: re-arm it
         }
@@ -696,5 +681,27 @@ impl UringLoop {
         for key in idle {
             self.close(key);
         }
+    }
+}
+
+impl ResumesJobs for UringLoop {
+    type Runner = HelperPool;
+
+    fn runner_and_results(&mut self) -> (&mut HelperPool, &mut Vec<(u64, JobDone)>) {
+        (&mut self.helpers, &mut self.done)
+    }
+
+    fn live_key(&self, token: u64) -> Option<usize> {
+        self.conns.live_key(token)
+    }
+
+    fn resume_parked(&mut self, key: usize, done: JobDone) {
+        let c = &mut self.conns[key];
+        if !matches!(c.doing, Doing::AtHelper) {
+            return;
+        }
+        c.doing = Doing::Deciding;
+        let step = self.pipeline.resume(&mut c.state, done);
+        self.on_step(key, step);
     }
 }
