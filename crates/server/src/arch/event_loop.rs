@@ -18,7 +18,6 @@ use super::conn_table::ConnTable;
 use super::job_results::{JobRunner, ResumesJobs};
 use super::lifecycle::{AcceptPause, Lifecycle, Phase, Stop, TICK};
 use crate::pipeline::{ConnState, JobDone, Pipeline, Step};
-use crate::stats::{bump, drop_one};
 use crate::tls::TlsContext;
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
 use crate::transport::Transport;
@@ -27,7 +26,7 @@ use amped_sys::listen::accept_nonblocking;
 use std::io::ErrorKind;
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 const LISTENER: u64 = u64::MAX;
@@ -73,10 +72,11 @@ impl<R: JobRunner> EventLoop<R> {
         if let Some(w) = runner.waker() {
             poller.add(w, WAKER, Interest::Read)?;
         }
+        let opt = pipeline.send_settings();
         let opts = SendOptions {
-            zero_copy: pipeline.cfg.opt.zero_copy,
-            residency_test: pipeline.cfg.opt.residency_test,
-            read_path: pipeline.cfg.opt.read_path,
+            zero_copy: opt.zero_copy,
+            residency_test: opt.residency_test,
+            read_path: opt.read_path,
         };
         Ok(EventLoop {
             pipeline,
@@ -104,7 +104,7 @@ impl<R: JobRunner> EventLoop<R> {
     /// shutdown deadline passed).
     pub fn run(mut self, shutdown: &Arc<AtomicBool>) -> std::io::Result<()> {
         let mut ready: Vec<Ready> = Vec::with_capacity(1024);
-        let mut life = Lifecycle::new(Stop::new(shutdown.clone(), &self.pipeline.cfg));
+        let mut life = Lifecycle::new(Stop::new(shutdown.clone(), self.pipeline.config()));
         loop {
             if life.shutdown_begins() {
                 self.begin_drain();
@@ -125,8 +125,7 @@ impl<R: JobRunner> EventLoop<R> {
             if life.sweep_due(now) {
                 self.finish_jobs(); // (a missed wake-up costs a tick at most)
                 self.sweep(now);
-                let yielded = self.pipeline.caches.pages.release_due(now);
-                self.pipeline.stats.page_yields().fetch_add(yielded, Ordering::Relaxed);
+                self.pipeline.tick(now);
             }
             self.maybe_resume_accepting(now);
         }
@@ -135,8 +134,7 @@ impl<R: JobRunner> EventLoop<R> {
     fn accept_batch(&mut self) {
         let now = Instant::now();
         for _ in 0..ACCEPT_BATCH {
-            let (open, max) = (self.conns.len(), self.pipeline.cfg.max_connections);
-            if !self.accept.may_accept(open, max, now, &self.pipeline.stats) {
+            if !self.accept.may_accept(self.conns.len(), now, &self.pipeline) {
                 return self.stop_listening();
             }
             let Some(listener) = &self.listener else { return };
@@ -146,7 +144,7 @@ impl<R: JobRunner> EventLoop<R> {
                 Err(e) => {
                     // Out of descriptors: pause. ECONNABORTED and friends: the client gave up;
                     // keep going next time.
-                    if self.accept.accept_failed(&e, &self.pipeline.stats) {
+                    if self.accept.accept_failed(&e, &self.pipeline) {
                         self.stop_listening();
                     }
                     return;
@@ -159,7 +157,7 @@ impl<R: JobRunner> EventLoop<R> {
     /// has usually arrived with the handshake, so it is read without waiting for epoll.
     fn register(&mut self, sock: TcpStream, peer: std::net::SocketAddr) {
         let Ok(io) = Transport::accept(sock, self.tls.as_deref()) else { return };
-        let deadline = Instant::now() + self.pipeline.cfg.header_timeout();
+        let deadline = Phase::Head.deadline(&self.pipeline, Instant::now());
         let key = self.conns.insert(Conn {
             io,
             state: ConnState::new(peer),
@@ -168,8 +166,7 @@ impl<R: JobRunner> EventLoop<R> {
             deadline,
             interest: None,
         });
-        bump(self.pipeline.stats.connections_accepted());
-        bump(self.pipeline.stats.connections_open());
+        self.pipeline.accepted();
         self.drive(key, None);
     }
 
@@ -187,8 +184,7 @@ impl<R: JobRunner> EventLoop<R> {
         if self.listening || self.draining {
             return;
         }
-        let (open, max) = (self.conns.len(), self.pipeline.cfg.max_connections);
-        if !self.accept.may_accept(open, max, now, &self.pipeline.stats) {
+        if !self.accept.may_accept(self.conns.len(), now, &self.pipeline) {
             return;
         }
         if let Some(l) = &self.listener
@@ -294,8 +290,7 @@ impl<R: JobRunner> EventLoop<R> {
     /// now waits for input or was closed.
     fn read_more(&mut self, key: usize) -> bool {
         let conn = &mut self.conns[key];
-        let want =
-            conn.state.read_hint(self.pipeline.cfg.limits.max_head_bytes).min(self.scratch.len());
+        let want = self.pipeline.read_hint(&conn.state).min(self.scratch.len());
         match conn.io.recv(&mut self.scratch[..want]) {
             Ok(0) => {
                 self.close(key);
@@ -319,11 +314,10 @@ impl<R: JobRunner> EventLoop<R> {
 
     /// Parks the connection until `interest` fires, entering `phase` (and its deadline).
     fn wait_for(&mut self, key: usize, interest: Interest, phase: Phase) {
-        let cfg = &self.pipeline.cfg;
         let token = self.conns.token(key);
         let conn = &mut self.conns[key];
         if conn.phase != phase || phase == Phase::Send {
-            conn.deadline = phase.deadline(cfg, Instant::now());
+            conn.deadline = phase.deadline(&self.pipeline, Instant::now());
             conn.phase = phase;
         }
         let interest = conn.io.interest(interest);
@@ -350,7 +344,7 @@ impl<R: JobRunner> EventLoop<R> {
                 // Abandoned mid-response: log what was sent.
                 self.pipeline.complete(&out.resp, out.body_sent());
             }
-            drop_one(self.pipeline.stats.connections_open());
+            self.pipeline.closed();
         }
     }
 
@@ -365,14 +359,12 @@ impl<R: JobRunner> EventLoop<R> {
                 let opts = conn.io.send_options(self.opts);
                 let _ = out.send_on(conn.io.wire(), opts, &self.pipeline);
                 self.pipeline.complete(&out.resp, out.body_sent());
+                self.pipeline.timed_out();
             } else if conn.phase == Phase::Send {
-                crate::errlog::info!(
-                    "{}: no send progress for {:?}; connection closed",
-                    conn.state.peer,
-                    self.pipeline.cfg.send_timeout()
-                );
+                self.pipeline.send_timed_out(conn.state.peer);
+            } else {
+                self.pipeline.timed_out();
             }
-            bump(self.pipeline.stats.timeouts());
             self.close(key);
         }
     }

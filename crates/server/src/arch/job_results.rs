@@ -12,7 +12,6 @@
 //! pair of context switches per job.
 
 use crate::pipeline::{Job, JobDone, Pipeline};
-use crate::stats::bump;
 use amped_sys::epoll::Waker;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use std::os::fd::BorrowedFd;
@@ -139,7 +138,7 @@ impl Reporter {
     pub fn run(&self, pipeline: &Pipeline, token: u64, job: Job) -> bool {
         let run = std::panic::AssertUnwindSafe(|| pipeline.run_job(job));
         let done = std::panic::catch_unwind(run).unwrap_or(JobDone::Failed);
-        bump(pipeline.stats.jobs_helper());
+        pipeline.helper_ran_job();
         self.tx.send((token, done)).is_ok()
     }
 

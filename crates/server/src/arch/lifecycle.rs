@@ -7,7 +7,7 @@
 //! driver ([`super::blocking`]) shares the phases, the tick, the back-off and the clock.
 
 use crate::config::Config;
-use crate::stats::{Stats, bump};
+use crate::pipeline::Pipeline;
 use amped_sys::listen::is_fd_exhaustion;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,12 +41,13 @@ pub enum Phase {
 }
 
 impl Phase {
-    /// When a connection entering this phase at `now` times out.
-    pub fn deadline(self, cfg: &Config, now: Instant) -> Instant {
+    /// When a connection of `p` entering this phase at `now` times out.
+    #[inline]
+    pub fn deadline(self, p: &Pipeline, now: Instant) -> Instant {
         match self {
-            Phase::Head => now + cfg.header_timeout(),
-            Phase::Idle => now + cfg.keepalive_timeout(),
-            Phase::Send => now + cfg.send_timeout(),
+            Phase::Head => now + p.header_timeout(),
+            Phase::Idle => now + p.keepalive_timeout(),
+            Phase::Send => now + p.send_timeout(),
             Phase::Parked | Phase::Served => now + Duration::from_secs(365 * 24 * 3600),
         }
     }
@@ -54,7 +55,7 @@ impl Phase {
 
 /// When an event loop may accept: below `--max-connections`, and not in the
 /// [`ACCEPT_BACKOFF`] pause after `accept` ran out of descriptors. Both kinds of pause are
-/// counted in `accept_pauses` (reaching the cap once per stay there).
+/// counted ([`Pipeline::accept_paused`]; reaching the cap once per stay there).
 #[derive(Debug, Default)]
 pub struct AcceptPause {
     until: Option<Instant>,
@@ -62,12 +63,12 @@ pub struct AcceptPause {
 }
 
 impl AcceptPause {
-    /// Whether the loop may accept at `now` with `open` of at most `max` connections open.
-    pub fn may_accept(&mut self, open: usize, max: usize, now: Instant, stats: &Stats) -> bool {
-        if open >= max {
+    /// Whether the loop may accept at `now` with `open` connections of `p` open.
+    pub fn may_accept(&mut self, open: usize, now: Instant, p: &Pipeline) -> bool {
+        if open >= p.max_connections() {
             if !self.at_cap {
                 self.at_cap = true;
-                bump(stats.accept_pauses());
+                p.accept_paused();
             }
             return false;
         }
@@ -81,8 +82,8 @@ impl AcceptPause {
 
     /// `accept` failed with `e`. Out of descriptors, accepting pauses (logged and counted)
     /// and this returns true; any other error (the client gave up) changes nothing.
-    pub fn accept_failed(&mut self, e: &io::Error, stats: &Stats) -> bool {
-        if !out_of_descriptors(e, stats) {
+    pub fn accept_failed(&mut self, e: &io::Error, p: &Pipeline) -> bool {
+        if !out_of_descriptors(e, p) {
             return false;
         }
         self.until = Some(Instant::now() + ACCEPT_BACKOFF);
@@ -92,12 +93,12 @@ impl AcceptPause {
 
 /// Whether `accept` failed with `e` for lack of descriptors (`EMFILE`/`ENFILE`); if so, the
 /// [`ACCEPT_BACKOFF`] pause that follows is logged and counted here, and the caller pauses.
-pub fn out_of_descriptors(e: &io::Error, stats: &Stats) -> bool {
+pub fn out_of_descriptors(e: &io::Error, p: &Pipeline) -> bool {
     if !is_fd_exhaustion(e) {
         return false;
     }
     crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
-    bump(stats.accept_pauses());
+    p.accept_paused();
     true
 }
 
@@ -225,21 +226,29 @@ mod tests {
 
     #[test]
     fn accepting_pauses_at_the_cap_and_after_running_out_of_descriptors() {
-        let stats = Stats::default();
+        let dir = tempfile::tempdir().unwrap();
+        let args = crate::config::Args {
+            root: Some(dir.path().to_path_buf()),
+            max_connections: Some(2),
+            ..Default::default()
+        };
+        let cfg = Arc::new(Config::resolve(args).unwrap());
+        let stats = Arc::new(crate::stats::Stats::default());
+        let server = Pipeline::new(cfg, stats.clone(), crate::access_log::AccessLogger::off());
         let pauses = || stats.accept_pauses().load(Ordering::Relaxed);
         let mut p = AcceptPause::default();
         let now = Instant::now();
-        assert!(p.may_accept(1, 2, now, &stats));
-        assert!(!p.may_accept(2, 2, now, &stats) && !p.may_accept(2, 2, now, &stats));
+        assert!(p.may_accept(1, now, &server));
+        assert!(!p.may_accept(2, now, &server) && !p.may_accept(2, now, &server));
         assert_eq!(pauses(), 1, "one stay at the cap, one pause");
-        assert!(p.may_accept(1, 2, now, &stats));
+        assert!(p.may_accept(1, now, &server));
         let aborted = io::Error::from_raw_os_error(libc::ECONNABORTED);
-        assert!(!p.accept_failed(&aborted, &stats) && p.may_accept(1, 2, now, &stats));
+        assert!(!p.accept_failed(&aborted, &server) && p.may_accept(1, now, &server));
         let emfile = io::Error::from_raw_os_error(libc::EMFILE);
-        assert!(p.accept_failed(&emfile, &stats));
+        assert!(p.accept_failed(&emfile, &server));
         assert_eq!(pauses(), 2);
-        assert!(!p.may_accept(0, 2, Instant::now(), &stats), "paused");
-        assert!(p.may_accept(0, 2, Instant::now() + ACCEPT_BACKOFF, &stats), "the pause is over");
+        assert!(!p.may_accept(0, Instant::now(), &server), "paused");
+        assert!(p.may_accept(0, Instant::now() + ACCEPT_BACKOFF, &server), "the pause is over");
     }
 
     #[test]

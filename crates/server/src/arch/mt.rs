@@ -33,8 +33,8 @@ pub fn run(
     shutdown: &Arc<AtomicBool>,
 ) -> io::Result<()> {
     blocking::set_accept_tick(&listener)?;
-    let stop = Arc::new(Stop::new(shutdown.clone(), &pipeline.cfg));
-    let gate = Gate::new(pipeline.cfg.max_connections, pipeline.stats.clone());
+    let stop = Arc::new(Stop::new(shutdown.clone(), pipeline.config()));
+    let gate = Gate::new(pipeline.max_connections(), pipeline.clone());
     while let Some(conn) = blocking::next_connection(&listener, &gate, &stop) {
         let (p, s, g) = (pipeline.clone(), stop.clone(), gate.clone());
         let spawned =

@@ -5,7 +5,6 @@
 use super::event_loop::EventLoop;
 use super::job_results::JobRunner;
 use crate::pipeline::{Job, JobDone, Pipeline};
-use crate::stats::bump;
 use crate::tls::TlsContext;
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -18,8 +17,7 @@ pub struct InlineRunner {
 
 impl JobRunner for InlineRunner {
     fn submit(&mut self, _token: u64, job: Job) -> Option<JobDone> {
-        bump(self.pipeline.stats.jobs_inline());
-        Some(self.pipeline.run_job(job))
+        Some(self.pipeline.run_job_inline(job))
     }
 }
 

@@ -11,6 +11,7 @@
 pub mod conn;
 mod cors;
 mod fallback;
+mod hooks;
 mod redirect;
 mod respond;
 #[cfg(test)]

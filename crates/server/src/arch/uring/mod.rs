@@ -34,7 +34,6 @@ use super::job_results::{JobRunner, ResumesJobs};
 use super::lifecycle::{AcceptPause, Lifecycle, Phase, Stop, TICK};
 use crate::disk::translate::Translation;
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
-use crate::stats::{bump, drop_one};
 use crate::tls::TlsContext;
 use amped_sys::residency;
 use amped_sys::uring::{Completion, Event, OpId, Ring};
@@ -87,7 +86,7 @@ pub fn run(
     // The ring waits for connections itself; accepted sockets inherit TCP_NODELAY.
     listener.set_nonblocking(false)?;
     let _ = socket2::SockRef::from(&listener).set_tcp_nodelay(true); // (not on a Unix socket)
-    let helpers = HelperPool::start(pipeline.clone(), pipeline.cfg.helpers)?;
+    let helpers = HelperPool::start(pipeline.clone())?;
     let mut ring_loop = UringLoop::new(pipeline, ring, helpers, listener);
     ring_loop.tls = tls;
     ring_loop.run(shutdown)
@@ -193,7 +192,7 @@ impl UringLoop {
         listener: TcpListener,
     ) -> Self {
         UringLoop {
-            gate: DiskGate::new(DiskConcurrency::configured(&pipeline.cfg)),
+            gate: DiskGate::new(DiskConcurrency::configured(pipeline.config())),
             spare_recv: Vec::new(),
             freed_recv: 0,
             ended_since_idle: false,
@@ -217,7 +216,7 @@ impl UringLoop {
             self.ring.poll_readable(WAKER, w);
         }
         let mut batch: Vec<Completion> = Vec::with_capacity(256);
-        let mut life = Lifecycle::new(Stop::new(shutdown.clone(), &self.pipeline.cfg));
+        let mut life = Lifecycle::new(Stop::new(shutdown.clone(), self.pipeline.config()));
         loop {
             if life.shutdown_begins() {
                 self.begin_drain();
@@ -251,8 +250,7 @@ impl UringLoop {
             return;
         }
         let Some(listener) = &self.listener else { return };
-        let (open, max) = (self.conns.len(), self.pipeline.cfg.max_connections);
-        if !self.accept.may_accept(open, max, Instant::now(), &self.pipeline.stats) {
+        if !self.accept.may_accept(self.conns.len(), Instant::now(), &self.pipeline) {
             return;
         }
         self.accept_op = Some(self.ring.accept(ACCEPT, listener.as_fd()));
@@ -269,7 +267,7 @@ impl UringLoop {
             Ok((sock, peer)) => self.register(sock, peer),
             // Out of descriptors: pause. ECONNABORTED and friends: the client gave up.
             Err(e) => {
-                self.accept.accept_failed(&e, &self.pipeline.stats);
+                self.accept.accept_failed(&e, &self.pipeline);
             }
         }
     }
@@ -287,12 +285,11 @@ impl UringLoop {
             sock,
             state: ConnState::new(peer),
             phase: Phase::Head,
-            deadline: Phase::Head.deadline(&self.pipeline.cfg, Instant::now()),
+            deadline: Phase::Head.deadline(&self.pipeline, Instant::now()),
             doing: Doing::Deciding,
             tls,
         });
-        bump(self.pipeline.stats.connections_accepted());
-        bump(self.pipeline.stats.connections_open());
+        self.pipeline.accepted();
         self.advance(key);
     }
 
@@ -336,13 +333,13 @@ impl UringLoop {
                 let op = self.ring.send(token, c.sock.as_fd(), g, more);
                 c.doing = Doing::Responding { out, op: Some(op) };
                 c.phase = Phase::Send;
-                c.deadline = Phase::Send.deadline(&self.pipeline.cfg, Instant::now());
+                c.deadline = Phase::Send.deadline(&self.pipeline, Instant::now());
             }
             (Next::Read { file, offset, max, buf }, _) => {
                 c.phase = Phase::Parked;
                 let cold = !residency::is_resident(&file.file, offset, max as u64).unwrap_or(true);
                 if cold {
-                    bump(self.pipeline.stats.residency_misses());
+                    self.pipeline.residency_missed();
                     if !self.gate.try_start() {
                         // No buffer waits for the disk: behind a capped disk every connection
                         // may queue here, and 128 KiB each of memory they had touched put a
@@ -375,7 +372,6 @@ impl UringLoop {
     /// ciphertext buffer).
     fn receive(&mut self, key: usize) {
         let token = self.conns.token(key);
-        let cfg = &self.pipeline.cfg;
         let c = &mut self.conns[key];
         let phase = if c.state.is_idle() { Phase::Idle } else { Phase::Head };
         if self.draining && phase == Phase::Idle {
@@ -383,11 +379,11 @@ impl UringLoop {
         }
         if c.phase != phase {
             c.phase = phase;
-            c.deadline = phase.deadline(cfg, Instant::now());
+            c.deadline = phase.deadline(&self.pipeline, Instant::now());
         }
         let partial = c.state.has_partial_request();
         let cap = if c.state.inbuf.is_empty() { RECV_FIRST } else { RECV_MORE };
-        let want = c.state.read_hint(cfg.limits.max_head_bytes).min(cap);
+        let want = self.pipeline.read_hint(&c.state).min(cap);
         let (mut buf, want) = match c.tls {
             None => (std::mem::take(&mut c.state.inbuf), want),
             Some(_) => (Vec::new(), RECV_MORE), // a TLS record is up to 16 KiB and change
@@ -446,7 +442,7 @@ impl UringLoop {
                 _ => self.close(key),
             },
             Doing::Opening { opening, .. } => {
-                let step = opening.completed(event, &mut self.ring, token, &self.pipeline.cfg);
+                let step = opening.completed(event, &mut self.ring, token, self.pipeline.config());
                 self.on_open_step(key, step);
             }
             Doing::Responding { out, .. } => self.on_response_event(key, out, event),
@@ -572,7 +568,7 @@ impl UringLoop {
                 self.start_waiting_reads();
             }
         }
-        drop_one(self.pipeline.stats.connections_open());
+        self.pipeline.closed();
         self.ended_since_idle = true;
     }
 
@@ -618,13 +614,13 @@ impl UringLoop {
             .map(|(k, _)| k)
             .collect();
         for key in expired {
-            bump(self.pipeline.stats.timeouts());
+            self.pipeline.timed_out();
             let c = &mut self.conns[key];
             match c.doing {
                 Doing::Receiving { op, partial: true } if c.phase == Phase::Head => {
                     // Cancel the receive; its completion sends the 408 (then closes).
                     c.doing = Doing::TimingOut { op };
-                    c.deadline = now + self.pipeline.cfg.send_timeout();
+                    c.deadline = Phase::Send.deadline(&self.pipeline, now);
                     self.ring.cancel(op);
                 }
                 _ => self.close(key),
@@ -649,7 +645,7 @@ impl UringLoop {
             // have their pages (they are scattered through the heap, so they would stay).
             amped_sys::memory::trim_heap();
         }
-        let keepalive = self.pipeline.cfg.keepalive_timeout();
+        let keepalive = self.pipeline.keepalive_timeout();
         for (_, c) in self.conns.iter_mut() {
             let idle_since = c.deadline.checked_sub(keepalive);
             if c.phase == Phase::Idle
