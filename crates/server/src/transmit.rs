@@ -15,7 +15,6 @@
 
 use crate::config::ReadPath;
 use crate::pipeline::{Body, Job, JobDone, Pipeline, Response};
-use crate::stats::bump;
 use crate::transport::Wire;
 use amped_sys::pipe::PagePipe;
 use amped_sys::{residency, transmit};
@@ -267,9 +266,8 @@ impl Outgoing {
         if done && let Some(pipe) = self.pipe.take() {
             give_back(pipe);
         }
-        if done && p.caches.pages.enabled() {
-            let yielded = p.caches.pages.sent(&file);
-            p.stats.page_yields().fetch_add(yielded, std::sync::atomic::Ordering::Relaxed);
+        if done {
+            p.sent_file(&file);
         }
         Ok(done)
     }
@@ -307,8 +305,7 @@ impl Outgoing {
         }
         match resident {
             Ok(false) => {
-                bump(p.stats.residency_misses());
-                p.caches.pages.note_miss(file.size);
+                p.chunk_not_resident(file);
                 false
             }
             Ok(true) | Err(_) => {
