@@ -2,8 +2,8 @@
 //! sockets, level-triggered epoll. It accepts connections, reads request bytes, feeds them to
 //! the [`Pipeline`], writes responses straight away and arms `EPOLLOUT` only while bytes
 //! remain (Redis' habit: most responses leave without a second wake-up). What it does with a
-//! [`Job`] — a step that may block on the disk — is the one thing SPED and AMPED do
-//! differently, so that is delegated to a [`JobRunner`].
+//! [`Job`](crate::pipeline::Job) — a step that may block on the disk — is the one thing SPED,
+//! AMPED and staged do differently, so that is delegated to a [`JobRunner`].
 //!
 //! Bytes cross the wire through each connection's [`Transport`]: plain TCP, or TLS when the
 //! listener serves HTTPS (the loop only asks it to read, lends it to [`Outgoing`] to write,
