@@ -42,7 +42,6 @@ pub enum Phase {
 
 impl Phase {
     /// When a connection of `p` entering this phase at `now` times out.
-    #[inline]
     pub fn deadline(self, p: &Pipeline, now: Instant) -> Instant {
         match self {
             Phase::Head => now + p.header_timeout(),

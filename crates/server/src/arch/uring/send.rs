@@ -80,6 +80,7 @@ impl Sending {
 
     /// The next operation, taking the gather list or the chunk buffer out for the ring.
     /// `spare` supplies a read buffer when none is at hand.
+    #[inline]
     pub fn next(&mut self, spare: impl FnOnce() -> Vec<u8>) -> Next {
         let Some(mut g) = self.gather.take() else { return Next::Done };
         let file_left = self.file.as_ref().filter(|f| f.next < f.end);
@@ -136,6 +137,7 @@ impl Sending {
     }
 
     /// `n` bytes of `g` were sent.
+    #[inline]
     pub fn sent(&mut self, mut g: Gather, n: usize) {
         self.body_sent += g.advance(n) as u64;
         self.gather = Some(g);
@@ -147,6 +149,7 @@ impl Sending {
     }
 
     /// The chunk buffer, for reuse by the next file response.
+    #[inline]
     pub fn into_buffer(self) -> Option<Vec<u8>> {
         match self.gather?.body {
             Chunk::Owned(v) => Some(v),
