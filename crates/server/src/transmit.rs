@@ -17,7 +17,6 @@
 use crate::config::ReadPath;
 use crate::pipeline::{Body, Job, JobDone, Pipeline, Response};
 use crate::send_plan::{HeadGoes, InMemory, Piece, SendPlan};
-use crate::stats::bump;
 use crate::transport::Wire;
 use amped_sys::pipe::PagePipe;
 use amped_sys::{residency, transmit};
@@ -291,9 +290,8 @@ impl Outgoing {
         if done && let Some(pipe) = self.pipe.take() {
             give_back(pipe);
         }
-        if done && p.caches.pages.enabled() {
-            let yielded = p.caches.pages.sent(file);
-            p.stats.page_yields().fetch_add(yielded, std::sync::atomic::Ordering::Relaxed);
+        if done {
+            p.sent_file(file);
         }
         Ok(done)
     }
@@ -331,8 +329,7 @@ impl Outgoing {
         }
         match resident {
             Ok(false) => {
-                bump(p.stats.residency_misses());
-                p.caches.pages.note_miss(file.size);
+                p.chunk_not_resident(file);
                 false
             }
             Ok(true) | Err(_) => {

@@ -14,8 +14,9 @@
 //! its chunks, nor can long transfers hold every helper from new requests.
 
 use super::disk_concurrency::DiskConcurrency;
-use super::event_loop::{EventLoop, JobRunner};
+use super::event_loop::EventLoop;
 use super::job_results::JobResults;
+use super::job_results::JobRunner;
 use super::read_lane::ReadLane;
 use crate::pipeline::{Job, JobDone, Pipeline};
 use crate::tls::TlsContext;
@@ -34,13 +35,15 @@ pub struct HelperPool {
 }
 
 impl HelperPool {
-    /// Starts `n` metadata helpers and the read helpers running jobs of `pipeline`: as many
-    /// as the read lane's disk-concurrency bound may reach (`n` when it is fixed at `n`).
-    pub fn start(pipeline: Arc<Pipeline>, n: usize) -> std::io::Result<Self> {
+    /// Starts `--helpers` metadata helpers and the read helpers running jobs of `pipeline`:
+    /// as many as the read lane's disk-concurrency bound may reach (`--helpers` when it is
+    /// fixed there).
+    pub fn start(pipeline: Arc<Pipeline>) -> std::io::Result<Self> {
         let (results, reporter) = JobResults::new()?;
         let (meta_tx, meta_rx) = unbounded::<(u64, Job)>();
-        let bound = DiskConcurrency::configured(&pipeline.cfg);
-        let data = Arc::new(ReadLane::new(pipeline.cfg.transfer_order, bound));
+        let cfg = pipeline.config();
+        let n = cfg.helpers;
+        let data = Arc::new(ReadLane::new(cfg.transfer_order, DiskConcurrency::configured(cfg)));
         let readers = data.max_helpers();
         let mut threads = Vec::with_capacity(n + readers);
         for (name, take, count) in [
@@ -125,14 +128,14 @@ impl Drop for HelperPool {
     }
 }
 
-/// Serves `listener` (over TLS with `tls`) with an AMPED loop and `pipeline.cfg.helpers` helpers per lane until
-/// shutdown.
+/// Serves `listener` (over TLS with `tls`) with an AMPED loop and `--helpers` helpers per
+/// lane until shutdown.
 pub fn run(
     pipeline: Arc<Pipeline>,
     listener: TcpListener,
     tls: Option<Arc<TlsContext>>,
-    shutdown: &AtomicBool,
+    shutdown: &Arc<AtomicBool>,
 ) -> std::io::Result<()> {
-    let helpers = HelperPool::start(pipeline.clone(), pipeline.cfg.helpers)?;
+    let helpers = HelperPool::start(pipeline.clone())?;
     EventLoop::new(pipeline, helpers, listener)?.speaking(tls).run(shutdown)
 }

@@ -28,62 +28,21 @@
 //! caps open connections at `--max-connections` (the acceptor waits for a free slot, leaving
 //! the rest in the kernel's backlog) and [`next_connection`].
 
-use super::lifecycle::{ACCEPT_BACKOFF, Phase, TICK};
+use super::lifecycle::{ACCEPT_BACKOFF, Phase, Stop, TICK, out_of_descriptors};
 use super::waiting_room::{Room, Waited};
 use crate::cache::lock;
-use crate::config::Config;
 use crate::pipeline::{ConnState, Pipeline, Step};
-use crate::stats::{Stats, bump, drop_one};
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
 use amped_sys::epoll::Interest;
-use amped_sys::listen::{is_fd_exhaustion, prepare_stream};
+use amped_sys::listen::prepare_stream;
 use slab::Slab;
 use std::io::{self, ErrorKind};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 /// Read buffer of one connection.
 const READ_BUF: usize = 16 << 10;
-
-/// Graceful shutdown as the serving threads of one server see it: begun when the signal flag
-/// is set, expired `shutdown_timeout` after a thread first noticed it.
-pub struct Stop {
-    flag: Arc<AtomicBool>,
-    began: OnceLock<Instant>,
-    /// Holds the (live) shutdown timeout, read when shutdown begins.
-    live: Arc<crate::config::Live>,
-    grace: OnceLock<Duration>,
-}
-
-impl Stop {
-    /// Watches `flag` (set by SIGTERM/SIGINT/SIGQUIT); in-flight work may take the
-    /// configuration's shutdown timeout (as it is when shutdown begins) after it is set.
-    pub fn new(flag: Arc<AtomicBool>, cfg: &Config) -> Self {
-        Stop { flag, began: OnceLock::new(), live: cfg.live.clone(), grace: OnceLock::new() }
-    }
-
-    /// True once shutdown has begun: finish what is in flight, take nothing new.
-    pub fn draining(&self) -> bool {
-        let set = self.flag.load(Ordering::Relaxed);
-        if set {
-            self.began.get_or_init(Instant::now);
-        }
-        set
-    }
-
-    /// When in-flight work must be abandoned (`None` before shutdown began).
-    pub fn deadline(&self) -> Option<Instant> {
-        let grace = || *self.grace.get_or_init(|| self.live.shutdown_timeout());
-        self.draining().then(|| *self.began.get_or_init(Instant::now) + grace())
-    }
-
-    /// True once the shutdown deadline has passed.
-    pub fn expired(&self) -> bool {
-        self.deadline().is_some_and(|d| Instant::now() >= d)
-    }
-}
 
 /// Keeps a server's (or process's) open connections: caps them at `--max-connections`, and at
 /// the shutdown deadline shuts down the sockets of those still open, so that a thread blocked
@@ -92,7 +51,8 @@ pub struct Gate {
     open: Mutex<Slab<Arc<TcpStream>>>,
     freed: Condvar,
     max: usize,
-    stats: Arc<Stats>,
+    /// Whose connections these are (their accepts, closes and pauses are counted there).
+    pipeline: Arc<Pipeline>,
 }
 
 /// An accepted connection, kept by its [`Gate`] until dropped.
@@ -106,9 +66,9 @@ pub struct Connection {
 }
 
 impl Gate {
-    /// A gate admitting at most `max` open connections, counted in `stats`.
-    pub fn new(max: usize, stats: Arc<Stats>) -> Arc<Gate> {
-        Arc::new(Gate { open: Mutex::new(Slab::new()), freed: Condvar::new(), max, stats })
+    /// A gate admitting at most `max` open connections of `pipeline`.
+    pub fn new(max: usize, pipeline: Arc<Pipeline>) -> Arc<Gate> {
+        Arc::new(Gate { open: Mutex::new(Slab::new()), freed: Condvar::new(), max, pipeline })
     }
 
     /// Whether no connection is open.
@@ -130,7 +90,7 @@ impl Gate {
                 return false;
             }
             if !paused {
-                bump(self.stats.accept_pauses());
+                self.pipeline.accept_paused();
                 paused = true;
             }
             open = self.freed.wait_timeout(open, TICK).unwrap_or_else(|p| p.into_inner()).0;
@@ -142,8 +102,7 @@ impl Gate {
     pub fn admit(self: &Arc<Self>, sock: TcpStream, peer: SocketAddr) -> Connection {
         let sock = Arc::new(sock);
         let key = lock(&self.open).insert(sock.clone());
-        bump(self.stats.connections_accepted());
-        bump(self.stats.connections_open());
+        self.pipeline.accepted();
         Connection { sock, peer, key, gate: self.clone() }
     }
 
@@ -192,7 +151,7 @@ impl Drop for Connection {
     fn drop(&mut self) {
         lock(&self.gate.open).remove(self.key);
         self.gate.freed.notify_all();
-        drop_one(self.gate.stats.connections_open());
+        self.gate.pipeline.closed();
     }
 }
 
@@ -226,11 +185,7 @@ pub fn next_connection(
                     e.kind(),
                     ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                 ) => {}
-            Err(e) if is_fd_exhaustion(&e) => {
-                crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
-                bump(gate.stats.accept_pauses());
-                std::thread::sleep(ACCEPT_BACKOFF);
-            }
+            Err(e) if out_of_descriptors(&e, &gate.pipeline) => std::thread::sleep(ACCEPT_BACKOFF),
             // EINVAL: the listener was shut down (mp's parent, at shutdown): nothing more comes.
             Err(e) if e.kind() == ErrorKind::InvalidInput => return None,
             Err(_) => {} // ECONNABORTED and friends: the client gave up
@@ -268,16 +223,12 @@ struct Sending {
 impl Sending {
     fn new(out: Outgoing, p: &Pipeline) -> Sending {
         let sent = out.body_sent();
-        Sending { out, deadline: Instant::now() + p.cfg.send_timeout(), sent }
+        Sending { out, deadline: Phase::Send.deadline(p, Instant::now()), sent }
     }
 
     /// The send deadline passed: counted, logged, the response completed (access log).
     fn time_out(self, p: &Pipeline, peer: SocketAddr) {
-        bump(p.stats.timeouts());
-        crate::errlog::info!(
-            "{peer}: no send progress for {:?}; connection closed",
-            p.cfg.send_timeout()
-        );
+        p.send_timed_out(peer);
         p.complete(&self.out.resp, self.out.body_sent());
     }
 }
@@ -286,7 +237,7 @@ impl Session {
     /// A freshly accepted connection: the header timeout runs.
     pub fn new(conn: Connection, pipeline: &Pipeline) -> Session {
         let state = ConnState::new(conn.peer);
-        let deadline = Phase::Head.deadline(&pipeline.cfg, Instant::now());
+        let deadline = Phase::Head.deadline(pipeline, Instant::now());
         Session {
             conn,
             state,
@@ -426,9 +377,9 @@ pub fn serve_session(
         sending: session.sending.take(),
         // This thread may block on the disk, so the residency test would only add a syscall.
         opts: SendOptions {
-            zero_copy: pipeline.cfg.opt.zero_copy,
+            zero_copy: pipeline.send_settings().zero_copy,
             residency_test: false,
-            read_path: pipeline.cfg.opt.read_path,
+            read_path: pipeline.send_settings().read_path,
             // pool: between two send calls, look for connections waiting for this thread.
             yield_each_step: matches!(aside, Aside::WhenOthersWait(_)),
         },
@@ -456,10 +407,7 @@ impl Blocking<'_> {
             let mut step = p.next(&mut self.state, self.stop.draining());
             loop {
                 match step {
-                    Step::Block(job) => {
-                        bump(p.stats.jobs_inline());
-                        step = p.resume(&mut self.state, p.run_job(job));
-                    }
+                    Step::Block(job) => step = p.resume(&mut self.state, p.run_job_inline(job)),
                     Step::Respond(resp) => {
                         if !self.finish(Sending::new(Outgoing::new(resp), p)) {
                             return self.sending.is_some();
@@ -513,7 +461,7 @@ impl Blocking<'_> {
                     let now = Instant::now();
                     if s.out.body_sent() != s.sent {
                         s.sent = s.out.body_sent();
-                        s.deadline = now + p.cfg.send_timeout();
+                        s.deadline = Phase::Send.deadline(p, now);
                     }
                     if now >= s.deadline {
                         s.time_out(p, self.state.peer);
@@ -548,8 +496,7 @@ impl Blocking<'_> {
                 SendOutcome::NotResident(job) => {
                     // Only with the residency test on (it is off here); the read-ahead runs inline.
                     p.count_cold_chunk(&job);
-                    bump(p.stats.jobs_inline());
-                    s.out.resume(p.run_job(job));
+                    s.out.resume(p.run_job_inline(job));
                 }
                 SendOutcome::Failed(_) => {
                     p.complete(&s.out.resp, s.out.body_sent());
@@ -561,18 +508,17 @@ impl Blocking<'_> {
 
     /// Reads what the client sends next.
     fn read_more(&mut self) -> Wait {
-        let cfg = &self.pipeline.cfg;
         let phase = if self.state.is_idle() { Phase::Idle } else { Phase::Head };
         if phase != self.phase {
             self.phase = phase;
-            self.deadline = phase.deadline(cfg, Instant::now());
+            self.deadline = phase.deadline(self.pipeline, Instant::now());
         }
         loop {
             if Instant::now() >= self.deadline {
                 timed_out(self.pipeline, self.sock, self.phase, &self.state);
                 return Wait::Closed;
             }
-            let want = self.state.read_hint(cfg.limits.max_head_bytes).min(self.buf.len());
+            let want = self.pipeline.read_hint(&self.state).min(self.buf.len());
             // pool: others wait for a thread: take only what has arrived, never wait for more.
             let step_aside = self.others_wait();
             // Otherwise blocks for a tick at most (mp: the socket does not block).
@@ -648,13 +594,14 @@ impl Blocking<'_> {
 /// The header or keep-alive deadline passed: a client in the middle of a request head gets a
 /// 408 (as from the event loop's sweep), then the connection closes.
 fn timed_out(p: &Pipeline, sock: &TcpStream, phase: Phase, state: &ConnState) {
-    bump(p.stats.timeouts());
+    p.timed_out();
     if phase == Phase::Head && state.has_partial_request() {
         let mut out = Outgoing::new(p.timeout_response(state.peer, &state.inbuf));
+        let read_path = p.send_settings().read_path;
         let opts = SendOptions {
             zero_copy: false,
             residency_test: false,
-            read_path: p.cfg.opt.read_path,
+            read_path,
             yield_each_step: false,
         };
         let _ = out.send(sock, opts, p);

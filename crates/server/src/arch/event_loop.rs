@@ -2,8 +2,8 @@
 //! sockets, level-triggered epoll. It accepts connections, reads request bytes, feeds them to
 //! the [`Pipeline`], writes responses straight away and arms `EPOLLOUT` only while bytes
 //! remain (Redis' habit: most responses leave without a second wake-up). What it does with a
-//! [`Job`] — a step that may block on the disk — is the one thing SPED and AMPED do
-//! differently, so that is delegated to a [`JobRunner`].
+//! [`Job`](crate::pipeline::Job) — a step that may block on the disk — is the one thing SPED,
+//! AMPED and staged do differently, so that is delegated to a [`JobRunner`].
 //!
 //! Bytes cross the wire through each connection's [`Transport`]: plain TCP, or TLS when the
 //! listener serves HTTPS (the loop only asks it to read, lends it to [`Outgoing`] to write,
@@ -15,9 +15,9 @@
 //! process is out of descriptors (re-armed after 100 ms), never spinning on a ready listener.
 
 use super::conn_table::ConnTable;
-use super::lifecycle::{AcceptPause, Lifecycle, Phase, TICK};
-use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
-use crate::stats::{bump, drop_one};
+use super::job_results::{JobRunner, ResumesJobs};
+use super::lifecycle::{AcceptPause, Lifecycle, Phase, Stop, TICK};
+use crate::pipeline::{ConnState, JobDone, Pipeline, Step};
 use crate::tls::TlsContext;
 use crate::transmit::{Outgoing, SendOptions, SendOutcome};
 use crate::transport::Transport;
@@ -25,43 +25,13 @@ use amped_sys::epoll::{Interest, Poller, Ready};
 use amped_sys::listen::accept_nonblocking;
 use std::io::ErrorKind;
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::BorrowedFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 const LISTENER: u64 = u64::MAX;
 const WAKER: u64 = u64::MAX - 1;
-use super::job_results::JobResults;
-
 const ACCEPT_BATCH: usize = 64;
-
-/// Who runs the blocking jobs of an event loop.
-pub trait JobRunner {
-    /// Runs `job` for the connection `token`: returns its result if it ran inline, or `None`
-    /// if it was handed off (the connection parks until [`JobRunner::completed`] returns it).
-    fn submit(&mut self, token: u64, job: Job) -> Option<JobDone>;
-    /// Where handed-off jobs report back (none for inline runners).
-    fn results(&self) -> Option<&JobResults> {
-        None
-    }
-    /// Moves finished hand-offs into `out`.
-    fn completed(&mut self, out: &mut Vec<(u64, JobDone)>) {
-        if let Some(r) = self.results() {
-            r.collect(out);
-        }
-    }
-    /// A descriptor that becomes readable when hand-offs finish (none for inline runners).
-    fn waker(&self) -> Option<BorrowedFd<'_>> {
-        self.results().map(JobResults::waker)
-    }
-    /// Resets the waker after it fired.
-    fn drain_waker(&self) {
-        if let Some(r) = self.results() {
-            r.drain_waker();
-        }
-    }
-}
 
 struct Conn {
     io: Transport,
@@ -102,10 +72,11 @@ impl<R: JobRunner> EventLoop<R> {
         if let Some(w) = runner.waker() {
             poller.add(w, WAKER, Interest::Read)?;
         }
+        let opt = pipeline.send_settings();
         let opts = SendOptions {
-            zero_copy: pipeline.cfg.opt.zero_copy,
-            residency_test: pipeline.cfg.opt.residency_test,
-            read_path: pipeline.cfg.opt.read_path,
+            zero_copy: opt.zero_copy,
+            residency_test: opt.residency_test,
+            read_path: opt.read_path,
             yield_each_step: false,
         };
         Ok(EventLoop {
@@ -132,11 +103,11 @@ impl<R: JobRunner> EventLoop<R> {
 
     /// Runs until `shutdown` is set and the connections in flight have finished (or the
     /// shutdown deadline passed).
-    pub fn run(mut self, shutdown: &AtomicBool) -> std::io::Result<()> {
+    pub fn run(mut self, shutdown: &Arc<AtomicBool>) -> std::io::Result<()> {
         let mut ready: Vec<Ready> = Vec::with_capacity(1024);
-        let mut life = Lifecycle::new();
+        let mut life = Lifecycle::new(Stop::new(shutdown.clone(), self.pipeline.config()));
         loop {
-            if life.shutdown_begins(shutdown, self.pipeline.cfg.shutdown_timeout()) {
+            if life.shutdown_begins() {
                 self.begin_drain();
             }
             if life.should_stop(self.conns.is_empty()) {
@@ -153,12 +124,9 @@ impl<R: JobRunner> EventLoop<R> {
             }
             let now = Instant::now();
             if life.sweep_due(now) {
-                // Results are also collected on the sweep, so a wake-up that went missing
-                // would cost at most one tick, never a hang.
-                self.finish_jobs();
+                self.finish_jobs(); // (a missed wake-up costs a tick at most)
                 self.sweep(now);
-                let yielded = self.pipeline.caches.pages.release_due(now);
-                self.pipeline.stats.page_yields().fetch_add(yielded, Ordering::Relaxed);
+                self.pipeline.tick(now);
             }
             self.maybe_resume_accepting(now);
         }
@@ -167,8 +135,7 @@ impl<R: JobRunner> EventLoop<R> {
     fn accept_batch(&mut self) {
         let now = Instant::now();
         for _ in 0..ACCEPT_BATCH {
-            let (open, max) = (self.conns.len(), self.pipeline.cfg.max_connections);
-            if !self.accept.may_accept(open, max, now, &self.pipeline.stats) {
+            if !self.accept.may_accept(self.conns.len(), now, &self.pipeline) {
                 return self.stop_listening();
             }
             let Some(listener) = &self.listener else { return };
@@ -178,7 +145,7 @@ impl<R: JobRunner> EventLoop<R> {
                 Err(e) => {
                     // Out of descriptors: pause. ECONNABORTED and friends: the client gave up;
                     // keep going next time.
-                    if self.accept.accept_failed(&e, &self.pipeline.stats) {
+                    if self.accept.accept_failed(&e, &self.pipeline) {
                         self.stop_listening();
                     }
                     return;
@@ -191,7 +158,7 @@ impl<R: JobRunner> EventLoop<R> {
     /// has usually arrived with the handshake, so it is read without waiting for epoll.
     fn register(&mut self, sock: TcpStream, peer: std::net::SocketAddr) {
         let Ok(io) = Transport::accept(sock, self.tls.as_deref()) else { return };
-        let deadline = Instant::now() + self.pipeline.cfg.header_timeout();
+        let deadline = Phase::Head.deadline(&self.pipeline, Instant::now());
         let key = self.conns.insert(Conn {
             io,
             state: ConnState::new(peer),
@@ -200,8 +167,7 @@ impl<R: JobRunner> EventLoop<R> {
             deadline,
             interest: None,
         });
-        bump(self.pipeline.stats.connections_accepted());
-        bump(self.pipeline.stats.connections_open());
+        self.pipeline.accepted();
         self.drive(key, None);
     }
 
@@ -219,8 +185,7 @@ impl<R: JobRunner> EventLoop<R> {
         if self.listening || self.draining {
             return;
         }
-        let (open, max) = (self.conns.len(), self.pipeline.cfg.max_connections);
-        if !self.accept.may_accept(open, max, now, &self.pipeline.stats) {
+        if !self.accept.may_accept(self.conns.len(), now, &self.pipeline) {
             return;
         }
         if let Some(l) = &self.listener
@@ -237,18 +202,6 @@ impl<R: JobRunner> EventLoop<R> {
             return;
         }
         self.drive(key, None);
-    }
-
-    fn finish_jobs(&mut self) {
-        self.runner.drain_waker();
-        let mut done = std::mem::take(&mut self.done);
-        self.runner.completed(&mut done);
-        for (token, result) in done.drain(..) {
-            if let Some(key) = self.conns.live_key(token) {
-                self.drive(key, Some(result));
-            }
-        }
-        self.done = done;
     }
 
     /// Advances one connection as far as it can go without blocking. `resumed` carries the
@@ -339,8 +292,7 @@ impl<R: JobRunner> EventLoop<R> {
     /// now waits for input or was closed.
     fn read_more(&mut self, key: usize) -> bool {
         let conn = &mut self.conns[key];
-        let want =
-            conn.state.read_hint(self.pipeline.cfg.limits.max_head_bytes).min(self.scratch.len());
+        let want = self.pipeline.read_hint(&conn.state).min(self.scratch.len());
         match conn.io.recv(&mut self.scratch[..want]) {
             Ok(0) => {
                 self.close(key);
@@ -364,11 +316,10 @@ impl<R: JobRunner> EventLoop<R> {
 
     /// Parks the connection until `interest` fires, entering `phase` (and its deadline).
     fn wait_for(&mut self, key: usize, interest: Interest, phase: Phase) {
-        let cfg = &self.pipeline.cfg;
         let token = self.conns.token(key);
         let conn = &mut self.conns[key];
         if conn.phase != phase || phase == Phase::Send {
-            conn.deadline = phase.deadline(cfg, Instant::now());
+            conn.deadline = phase.deadline(&self.pipeline, Instant::now());
             conn.phase = phase;
         }
         let interest = conn.io.interest(interest);
@@ -395,7 +346,7 @@ impl<R: JobRunner> EventLoop<R> {
                 // Abandoned mid-response: log what was sent.
                 self.pipeline.complete(&out.resp, out.body_sent());
             }
-            drop_one(self.pipeline.stats.connections_open());
+            self.pipeline.closed();
         }
     }
 
@@ -410,14 +361,12 @@ impl<R: JobRunner> EventLoop<R> {
                 let opts = conn.io.send_options(self.opts);
                 let _ = out.send_on(conn.io.wire(), opts, &self.pipeline);
                 self.pipeline.complete(&out.resp, out.body_sent());
+                self.pipeline.timed_out();
             } else if conn.phase == Phase::Send {
-                crate::errlog::info!(
-                    "{}: no send progress for {:?}; connection closed",
-                    conn.state.peer,
-                    self.pipeline.cfg.send_timeout()
-                );
+                self.pipeline.send_timed_out(conn.state.peer);
+            } else {
+                self.pipeline.timed_out();
             }
-            bump(self.pipeline.stats.timeouts());
             self.close(key);
         }
     }
@@ -441,5 +390,21 @@ impl<R: JobRunner> EventLoop<R> {
         for key in idle {
             self.close(key);
         }
+    }
+}
+
+impl<R: JobRunner> ResumesJobs for EventLoop<R> {
+    type Runner = R;
+
+    fn runner_and_results(&mut self) -> (&mut R, &mut Vec<(u64, JobDone)>) {
+        (&mut self.runner, &mut self.done)
+    }
+
+    fn live_key(&self, token: u64) -> Option<usize> {
+        self.conns.live_key(token)
+    }
+
+    fn resume_parked(&mut self, key: usize, done: JobDone) {
+        self.drive(key, Some(done));
     }
 }

@@ -1,7 +1,10 @@
-//! How jobs run off the event loop report back: each worker runs a job (a panic becomes a
-//! failed job, answered 500, rather than a lost request), queues the result and rings an
-//! eventfd that the loop polls like a socket. One implementation for AMPED's helpers and the
-//! staged architecture's stage threads.
+//! Who runs an event loop's jobs ([`JobRunner`]: inline for SPED, helpers for AMPED and
+//! uring, stages for staged) and how jobs run off the loop report back: each worker runs a
+//! job (a panic becomes a failed job, answered 500, rather than a lost request), queues the
+//! result and rings an eventfd that the loop polls like a socket. One implementation for
+//! AMPED's helpers and the staged architecture's stage threads, and one way for both event
+//! loops (epoll and io_uring) to take the results back to their parked connections
+//! ([`ResumesJobs`]).
 //!
 //! The eventfd is rung once per batch: after the first result since the loop last looked,
 //! further results only queue (a flag says the loop is already called). On a server whose
@@ -9,10 +12,62 @@
 //! pair of context switches per job.
 
 use crate::pipeline::{Job, JobDone, Pipeline};
-use crate::stats::bump;
 use amped_sys::epoll::Waker;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use std::os::fd::BorrowedFd;
+
+/// Who runs the blocking jobs of an event loop.
+pub trait JobRunner {
+    /// Runs `job` for the connection `token`: returns its result if it ran inline, or `None`
+    /// if it was handed off (the connection parks until [`JobRunner::finished`] returns it).
+    fn submit(&mut self, token: u64, job: Job) -> Option<JobDone>;
+    /// Where handed-off jobs report back (none for inline runners).
+    fn results(&self) -> Option<&JobResults> {
+        None
+    }
+    /// A descriptor that becomes readable when hand-offs finish (none for inline runners).
+    fn waker(&self) -> Option<BorrowedFd<'_>> {
+        self.results().map(JobResults::waker)
+    }
+    /// Resets the waker, then moves the finished hand-offs into `out` (in that order: see
+    /// [`JobResults::drain_waker`]).
+    fn finished(&self, out: &mut Vec<(u64, JobDone)>) {
+        if let Some(r) = self.results() {
+            r.drain_waker();
+            r.collect(out);
+        }
+    }
+}
+
+/// An event loop whose connections park while their job runs elsewhere: how it takes the
+/// results back, written once for the epoll loop and the io_uring loop. A result whose
+/// connection has gone meanwhile (its token's generation is stale) is dropped.
+pub trait ResumesJobs {
+    /// The loop's job runner.
+    type Runner: JobRunner;
+    /// The runner, and the buffer results are collected into (kept across wake-ups, so
+    /// taking results back allocates nothing).
+    fn runner_and_results(&mut self) -> (&mut Self::Runner, &mut Vec<(u64, JobDone)>);
+    /// The key of the open connection `token` names, if it is still open.
+    fn live_key(&self, token: u64) -> Option<usize>;
+    /// Continues the open connection `key`, parked on the job that returned `done`.
+    fn resume_parked(&mut self, key: usize, done: JobDone);
+
+    /// Resumes every connection whose job has finished. Called when the runner's waker
+    /// fires, and on every housekeeping tick, so a wake-up that went missing would cost at
+    /// most a tick, never a hang.
+    fn finish_jobs(&mut self) {
+        let (runner, results) = self.runner_and_results();
+        let mut done = std::mem::take(results);
+        runner.finished(&mut done);
+        for (token, result) in done.drain(..) {
+            if let Some(key) = self.live_key(token) {
+                self.resume_parked(key, result);
+            }
+        }
+        *self.runner_and_results().1 = done;
+    }
+}
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -83,7 +138,7 @@ impl Reporter {
     pub fn run(&self, pipeline: &Pipeline, token: u64, job: Job) -> bool {
         let run = std::panic::AssertUnwindSafe(|| pipeline.run_job(job));
         let done = std::panic::catch_unwind(run).unwrap_or(JobDone::Failed);
-        bump(pipeline.stats.jobs_helper());
+        pipeline.helper_ran_job();
         self.tx.send((token, done)).is_ok()
     }
 

@@ -35,15 +35,15 @@
 //! to CPU i mod the number of CPUs. Only the parent prints the listening line.
 
 use super::Server;
-use super::blocking::{self, Aside, Gate, Session, Stop};
-use super::lifecycle::{ACCEPT_BACKOFF, TICK};
+use super::blocking::{self, Aside, Gate, Session};
+use super::lifecycle::{ACCEPT_BACKOFF, Stop, TICK, out_of_descriptors};
 use super::waiting_room::{FOREIGN, Room};
 use crate::client_limits::Shared as ClientShared;
 use crate::config::Config;
 use crate::operator::SignalCounts;
 use crate::pipeline::Pipeline;
-use crate::stats::{Stats, bump};
-use amped_sys::listen::{accept_nonblocking, is_fd_exhaustion};
+use crate::stats::Stats;
+use amped_sys::listen::accept_nonblocking;
 use amped_sys::process::{WorkerSignal, signal_worker, spawn_worker};
 use std::ffi::OsString;
 use std::io;
@@ -74,7 +74,7 @@ pub fn run(
         // the shared socket's: every worker uses it the same way).
         l.set_nonblocking(true)?;
     }
-    if pipeline.cfg.is_mp_worker() {
+    if pipeline.config().is_mp_worker() {
         serve_worker(&pipeline, &listeners, &server.shutdown)
     } else {
         let stats = Shared {
@@ -82,7 +82,8 @@ pub fn run(
             cells: server.stats.shared_cells(),
             limits: server.stats.limit_words(),
         };
-        Supervisor::start(&pipeline.cfg, listeners, stats)?.run(&server.shutdown, &server.signals)
+        Supervisor::start(pipeline.config(), listeners, stats)?
+            .run(&server.shutdown, &server.signals)
     }
 }
 
@@ -104,20 +105,20 @@ pub const MAX_CONNECTIONS_PER_WORKER: usize = 256;
 /// can take more, or a new one from a listener — until it would wait while another is ready;
 /// repeat until shutdown.
 fn serve_worker(
-    pipeline: &Pipeline,
+    pipeline: &Arc<Pipeline>,
     listeners: &[TcpListener],
     shutdown: &Arc<AtomicBool>,
 ) -> io::Result<()> {
-    let cfg = &pipeline.cfg;
+    let cfg = pipeline.config();
     let stop = Stop::new(shutdown.clone(), cfg);
     let share = cfg.max_connections.div_ceil(cfg.processes);
-    let gate = Gate::new(share.clamp(1, MAX_CONNECTIONS_PER_WORKER), pipeline.stats.clone());
+    let gate = Gate::new(share.clamp(1, MAX_CONNECTIONS_PER_WORKER), pipeline.clone());
     let mut room = Room::new(true)?;
     let mut doors = Doors { listeners, watched: false, shut: vec![false; listeners.len()] };
     loop {
         let open = !stop.draining() && !gate.is_full();
         if doors.set_watched(&room, open)? && !open && !stop.draining() {
-            bump(pipeline.stats.accept_pauses()); // at the connection cap
+            pipeline.accept_paused(); // at the connection cap
         }
         if stop.draining() && room.is_empty() {
             return Ok(());
@@ -196,9 +197,7 @@ impl Doors<'_> {
         match accept_nonblocking(&self.listeners[i]) {
             Ok(conn) if !stop.draining() => Some(conn),
             Ok(_) => None, // closed unanswered: shutdown began
-            Err(e) if is_fd_exhaustion(&e) => {
-                crate::errlog::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
-                bump(p.stats.accept_pauses());
+            Err(e) if out_of_descriptors(&e, p) => {
                 std::thread::sleep(ACCEPT_BACKOFF);
                 None
             }

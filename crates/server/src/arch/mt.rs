@@ -12,7 +12,8 @@
 //! connections are refused) and waits for the connection threads until the shutdown deadline,
 //! when it shuts down the sockets still open.
 
-use super::blocking::{self, Gate, Stop};
+use super::blocking::{self, Gate};
+use super::lifecycle::Stop;
 use crate::pipeline::Pipeline;
 use std::io;
 use std::net::TcpListener;
@@ -32,8 +33,8 @@ pub fn run(
     shutdown: &Arc<AtomicBool>,
 ) -> io::Result<()> {
     blocking::set_accept_tick(&listener)?;
-    let stop = Arc::new(Stop::new(shutdown.clone(), &pipeline.cfg));
-    let gate = Gate::new(pipeline.cfg.max_connections, pipeline.stats.clone());
+    let stop = Arc::new(Stop::new(shutdown.clone(), pipeline.config()));
+    let gate = Gate::new(pipeline.max_connections(), pipeline.clone());
     while let Some(conn) = blocking::next_connection(&listener, &gate, &stop) {
         let (p, s, g) = (pipeline.clone(), stop.clone(), gate.clone());
         let spawned =

@@ -24,11 +24,10 @@
 //! most the request in flight, with `Connection: close`) until the shutdown deadline, when the
 //! sockets still open are shut down.
 
-use super::blocking::{self, Aside, Connection, Gate, Session, Stop};
-use super::lifecycle::TICK;
+use super::blocking::{self, Aside, Connection, Gate, Session};
+use super::lifecycle::{Stop, TICK};
 use super::waiting_room::WaitingRoom;
 use crate::pipeline::Pipeline;
-use crate::stats::bump;
 use crate::transmit::{Outgoing, SendOptions};
 use crossbeam_channel::{Receiver, Select, TrySendError, bounded, unbounded};
 use std::io::{self, Read};
@@ -46,9 +45,9 @@ pub fn run(
     shutdown: &Arc<AtomicBool>,
 ) -> io::Result<()> {
     blocking::set_accept_tick(&listener)?;
-    let cfg = pipeline.cfg.clone();
+    let cfg = pipeline.config().clone();
     let stop = Arc::new(Stop::new(shutdown.clone(), &cfg));
-    let gate = Gate::new(cfg.max_connections, pipeline.stats.clone());
+    let gate = Gate::new(cfg.max_connections, pipeline.clone());
     let (queue, taken) = bounded::<Connection>(cfg.queue);
     let (ready_tx, ready) = unbounded::<Session>();
     let (room, room_thread) = WaitingRoom::start(pipeline.clone(), stop.clone(), ready_tx)?;
@@ -65,7 +64,7 @@ pub fn run(
         match queue.try_send(conn) {
             Ok(()) => {}
             Err(TrySendError::Full(conn)) => {
-                bump(pipeline.stats.queue_overflows());
+                pipeline.queue_overflowed();
                 refuse(&pipeline, conn);
                 overflow.note(cfg.threads, cfg.queue);
             }
@@ -92,7 +91,7 @@ fn start_worker(
     stop: Arc<Stop>,
 ) -> io::Result<JoinHandle<()>> {
     std::thread::Builder::new().name(format!("pool-{i}")).spawn(move || {
-        if pipeline.cfg.pin {
+        if pipeline.config().pin {
             let _ = amped_sys::limits::pin_current_thread(amped_sys::limits::nth_allowed_cpu(i));
         }
         let (taken, ready) = (inbox.taken.clone(), inbox.ready.clone());

@@ -2,9 +2,9 @@
 //! page that is not in memory stalls every connection until the disk answers — kept on purpose,
 //! so the weakness AMPED removes can be measured.
 
-use super::event_loop::{EventLoop, JobRunner};
+use super::event_loop::EventLoop;
+use super::job_results::JobRunner;
 use crate::pipeline::{Job, JobDone, Pipeline};
-use crate::stats::bump;
 use crate::tls::TlsContext;
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -17,8 +17,7 @@ pub struct InlineRunner {
 
 impl JobRunner for InlineRunner {
     fn submit(&mut self, _token: u64, job: Job) -> Option<JobDone> {
-        bump(self.pipeline.stats.jobs_inline());
-        Some(self.pipeline.run_job(job))
+        Some(self.pipeline.run_job_inline(job))
     }
 }
 
@@ -27,7 +26,7 @@ pub fn run(
     pipeline: Arc<Pipeline>,
     listener: TcpListener,
     tls: Option<Arc<TlsContext>>,
-    shutdown: &AtomicBool,
+    shutdown: &Arc<AtomicBool>,
 ) -> std::io::Result<()> {
     let runner = InlineRunner { pipeline: pipeline.clone() };
     EventLoop::new(pipeline, runner, listener)?.speaking(tls).run(shutdown)

@@ -24,8 +24,8 @@
 //! their send timeout. At graceful shutdown it closes idle parked connections at once and lets
 //! those with a request under way finish, until the shutdown deadline.
 
-use super::blocking::{Session, Stop};
-use super::lifecycle::TICK;
+use super::blocking::Session;
+use super::lifecycle::{Stop, TICK};
 use crate::pipeline::Pipeline;
 use amped_sys::epoll::{Interest, Poller, Waker};
 use crossbeam_channel::{Receiver, Sender, unbounded};

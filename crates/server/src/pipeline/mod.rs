@@ -11,6 +11,7 @@
 pub mod conn;
 mod cors;
 mod fallback;
+mod hooks;
 mod redirect;
 mod respond;
 #[cfg(test)]
@@ -129,12 +130,12 @@ pub struct Request {
 
 /// The request pipeline of one server instance: configuration, caches, counters, access log.
 pub struct Pipeline {
-    /// Resolved configuration.
-    pub cfg: Arc<Config>,
+    /// Resolved configuration (drivers read it through the settings in `hooks.rs`).
+    cfg: Arc<Config>,
     /// Flash's caches.
-    pub caches: Caches<Translation>,
-    /// Counters.
-    pub stats: Arc<Stats>,
+    caches: Caches<Translation>,
+    /// Counters (drivers count through the hooks in `hooks.rs`).
+    stats: Arc<Stats>,
     log: AccessLogger,
     /// `--max-connections-per-ip`, `--rate-limit-per-ip` (`None` when both are off).
     limits: Option<Arc<ClientLimits>>,

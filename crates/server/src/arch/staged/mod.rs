@@ -30,10 +30,10 @@
 mod control;
 mod stage;
 
-use super::event_loop::{EventLoop, JobRunner};
+use super::event_loop::EventLoop;
 use super::job_results::JobResults;
+use super::job_results::JobRunner;
 use crate::pipeline::{Job, JobDone, Pipeline};
-use crate::stats::bump;
 use crate::tls::TlsContext;
 use stage::{Core, Stage};
 use std::net::TcpListener;
@@ -57,7 +57,7 @@ impl Stages {
     /// Starts both job stages (one thread each) and their control thread.
     pub fn start(pipeline: Arc<Pipeline>) -> std::io::Result<Stages> {
         let (results, reporter) = JobResults::new()?;
-        let limits = pipeline.cfg.stages;
+        let limits = pipeline.config().stages;
         let stage = |name| Stage::start(name, pipeline.clone(), limits, reporter.clone());
         let (resolve, read) = (stage("resolve")?, stage("read")?);
         let stop_controller = Arc::new(AtomicBool::new(false));
@@ -80,13 +80,13 @@ impl Stages {
     /// Admission control refused a request: count it, and say so on stderr at most once a
     /// second.
     fn note_refusal(&mut self) {
-        bump(self.pipeline.stats.queue_overflows());
+        self.pipeline.queue_overflowed();
         let now = Instant::now();
         if self.last_refusal_note.is_none_or(|t| now - t >= Duration::from_secs(1)) {
             self.last_refusal_note = Some(now);
             eprintln!(
                 "amped: staged: resolve queue full ({} jobs); answering 503 (see --stage-queue, --stage-threads-max)",
-                self.pipeline.cfg.stages.queue
+                self.pipeline.config().stages.queue
             );
         }
     }
@@ -116,8 +116,7 @@ impl JobRunner for Stages {
                 Err(job) => {
                     // The response is under way: no 503 now. The socket stage reads the chunk
                     // itself, as SPED would.
-                    bump(self.pipeline.stats.jobs_inline());
-                    Some(self.pipeline.run_job(job))
+                    Some(self.pipeline.run_job_inline(job))
                 }
             },
         }
@@ -143,7 +142,7 @@ pub fn run(
     pipeline: Arc<Pipeline>,
     listener: TcpListener,
     tls: Option<Arc<TlsContext>>,
-    shutdown: &AtomicBool,
+    shutdown: &Arc<AtomicBool>,
 ) -> std::io::Result<()> {
     let stages = Stages::start(pipeline.clone())?;
     EventLoop::new(pipeline, stages, listener)?.speaking(tls).run(shutdown)

@@ -54,7 +54,7 @@ impl Stage {
         let (jobs, queue) = bounded(limits.queue);
         let gauges = Arc::new(StageGauges::new(name));
         gauges.batch.store(limits.batch_max as u64, Ordering::Relaxed);
-        pipeline.stats.register_stage(gauges.clone());
+        pipeline.stage_started(gauges.clone());
         let core = Arc::new(Core {
             queue,
             reporter,

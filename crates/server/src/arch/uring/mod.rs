@@ -30,12 +30,10 @@ mod tls;
 use super::amped::HelperPool;
 use super::conn_table::ConnTable;
 use super::disk_concurrency::DiskConcurrency;
-use super::event_loop::JobRunner;
-use super::lifecycle::{AcceptPause, Lifecycle, Phase, TICK};
-use crate::disk::OpenRules;
+use super::job_results::{JobRunner, ResumesJobs};
+use super::lifecycle::{AcceptPause, Lifecycle, Phase, Stop, TICK};
 use crate::disk::translate::Translation;
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
-use crate::stats::{bump, drop_one};
 use crate::tls::TlsContext;
 use amped_sys::residency;
 use amped_sys::uring::{Completion, Event, OpId, Ring};
@@ -82,13 +80,13 @@ pub fn run(
     pipeline: Arc<Pipeline>,
     listener: TcpListener,
     tls: Option<Arc<TlsContext>>,
-    shutdown: &AtomicBool,
+    shutdown: &Arc<AtomicBool>,
 ) -> io::Result<()> {
     let ring = open_ring(RING_ENTRIES)?;
     // The ring waits for connections itself; accepted sockets inherit TCP_NODELAY.
     listener.set_nonblocking(false)?;
     let _ = socket2::SockRef::from(&listener).set_tcp_nodelay(true); // (not on a Unix socket)
-    let helpers = HelperPool::start(pipeline.clone(), pipeline.cfg.helpers)?;
+    let helpers = HelperPool::start(pipeline.clone())?;
     let mut ring_loop = UringLoop::new(pipeline, ring, helpers, listener);
     ring_loop.tls = tls;
     ring_loop.run(shutdown)
@@ -194,7 +192,7 @@ impl UringLoop {
         listener: TcpListener,
     ) -> Self {
         UringLoop {
-            gate: DiskGate::new(DiskConcurrency::configured(&pipeline.cfg)),
+            gate: DiskGate::new(DiskConcurrency::configured(pipeline.config())),
             spare_recv: Vec::new(),
             freed_recv: 0,
             ended_since_idle: false,
@@ -212,15 +210,15 @@ impl UringLoop {
         }
     }
 
-    fn run(mut self, shutdown: &AtomicBool) -> io::Result<()> {
+    fn run(mut self, shutdown: &Arc<AtomicBool>) -> io::Result<()> {
         crate::debox::set_role(crate::debox::Role::Loop);
         if let Some(w) = self.helpers.waker() {
             self.ring.poll_readable(WAKER, w);
         }
         let mut batch: Vec<Completion> = Vec::with_capacity(256);
-        let mut life = Lifecycle::new();
+        let mut life = Lifecycle::new(Stop::new(shutdown.clone(), self.pipeline.config()));
         loop {
-            if life.shutdown_begins(shutdown, self.pipeline.cfg.shutdown_timeout()) {
+            if life.shutdown_begins() {
                 self.begin_drain();
             }
             if life.should_stop(self.conns.is_empty() && self.accept_op.is_none()) {
@@ -238,9 +236,7 @@ impl UringLoop {
             }
             let now = Instant::now();
             if life.sweep_due(now) {
-                // Results are also collected on the sweep, so a wake-up that went missing
-                // would cost at most one tick, never a hang.
-                self.on_waker(true);
+                self.finish_jobs(); // (a missed wake-up costs a tick at most)
                 self.sweep(now);
             }
         }
@@ -254,8 +250,7 @@ impl UringLoop {
             return;
         }
         let Some(listener) = &self.listener else { return };
-        let (open, max) = (self.conns.len(), self.pipeline.cfg.max_connections);
-        if !self.accept.may_accept(open, max, Instant::now(), &self.pipeline.stats) {
+        if !self.accept.may_accept(self.conns.len(), Instant::now(), &self.pipeline) {
             return;
         }
         self.accept_op = Some(self.ring.accept(ACCEPT, listener.as_fd()));
@@ -272,7 +267,7 @@ impl UringLoop {
             Ok((sock, peer)) => self.register(sock, peer),
             // Out of descriptors: pause. ECONNABORTED and friends: the client gave up.
             Err(e) => {
-                self.accept.accept_failed(&e, &self.pipeline.stats);
+                self.accept.accept_failed(&e, &self.pipeline);
             }
         }
     }
@@ -290,12 +285,11 @@ impl UringLoop {
             sock,
             state: ConnState::new(peer),
             phase: Phase::Head,
-            deadline: Phase::Head.deadline(&self.pipeline.cfg, Instant::now()),
+            deadline: Phase::Head.deadline(&self.pipeline, Instant::now()),
             doing: Doing::Deciding,
             tls,
         });
-        bump(self.pipeline.stats.connections_accepted());
-        bump(self.pipeline.stats.connections_open());
+        self.pipeline.accepted();
         self.advance(key);
     }
 
@@ -339,13 +333,13 @@ impl UringLoop {
                 let op = self.ring.send(token, c.sock.as_fd(), g, more);
                 c.doing = Doing::Responding { out, op: Some(op) };
                 c.phase = Phase::Send;
-                c.deadline = Phase::Send.deadline(&self.pipeline.cfg, Instant::now());
+                c.deadline = Phase::Send.deadline(&self.pipeline, Instant::now());
             }
             (Next::Read { file, offset, max, buf }, _) => {
                 c.phase = Phase::Parked;
                 let cold = !residency::is_resident(&file.file, offset, max as u64).unwrap_or(true);
                 if cold {
-                    bump(self.pipeline.stats.residency_misses());
+                    self.pipeline.residency_missed();
                     if !self.gate.try_start() {
                         // No buffer waits for the disk: behind a capped disk every connection
                         // may queue here, and 128 KiB each of memory they had touched put a
@@ -378,7 +372,6 @@ impl UringLoop {
     /// ciphertext buffer).
     fn receive(&mut self, key: usize) {
         let token = self.conns.token(key);
-        let cfg = &self.pipeline.cfg;
         let c = &mut self.conns[key];
         let phase = if c.state.is_idle() { Phase::Idle } else { Phase::Head };
         if self.draining && phase == Phase::Idle {
@@ -386,11 +379,11 @@ impl UringLoop {
         }
         if c.phase != phase {
             c.phase = phase;
-            c.deadline = phase.deadline(cfg, Instant::now());
+            c.deadline = phase.deadline(&self.pipeline, Instant::now());
         }
         let partial = c.state.has_partial_request();
         let cap = if c.state.inbuf.is_empty() { RECV_FIRST } else { RECV_MORE };
-        let want = c.state.read_hint(cfg.limits.max_head_bytes).min(cap);
+        let want = self.pipeline.read_hint(&c.state).min(cap);
         let (mut buf, want) = match c.tls {
             None => (std::mem::take(&mut c.state.inbuf), want),
             Some(_) => (Vec::new(), RECV_MORE), // a TLS record is up to 16 KiB and change
@@ -449,8 +442,8 @@ impl UringLoop {
                 _ => self.close(key),
             },
             Doing::Opening { opening, .. } => {
-                let rules = OpenRules::new(&self.pipeline.cfg, &self.pipeline.caches.pages);
-                let step = (*opening).completed(event, &mut self.ring, token, rules);
+                let step =
+                    (*opening).completed(event, &mut self.ring, token, self.pipeline.open_rules());
                 self.on_open_step(key, step);
             }
             Doing::Responding { out, .. } => self.on_response_event(key, out, event),
@@ -540,20 +533,7 @@ impl UringLoop {
 
     /// Helper jobs finished: resume their connections.
     fn on_waker(&mut self, more: bool) {
-        self.helpers.drain_waker();
-        let mut done = std::mem::take(&mut self.done);
-        self.helpers.completed(&mut done);
-        for (token, result) in done.drain(..) {
-            let Some(key) = self.conns.live_key(token) else { continue };
-            let c = &mut self.conns[key];
-            if !matches!(c.doing, Doing::AtHelper) {
-                continue;
-            }
-            c.doing = Doing::Deciding;
-            let step = self.pipeline.resume(&mut c.state, result);
-            self.on_step(key, step);
-        }
-        self.done = done;
+        self.finish_jobs();
         if !more && let Some(w) = self.helpers.waker() {
             self.ring.poll_readable(WAKER, w); // the multishot poll ended: re-arm it
         }
@@ -589,7 +569,7 @@ impl UringLoop {
                 self.start_waiting_reads();
             }
         }
-        drop_one(self.pipeline.stats.connections_open());
+        self.pipeline.closed();
         self.ended_since_idle = true;
     }
 
@@ -635,13 +615,13 @@ impl UringLoop {
             .map(|(k, _)| k)
             .collect();
         for key in expired {
-            bump(self.pipeline.stats.timeouts());
+            self.pipeline.timed_out();
             let c = &mut self.conns[key];
             match c.doing {
                 Doing::Receiving { op, partial: true } if c.phase == Phase::Head => {
                     // Cancel the receive; its completion sends the 408 (then closes).
                     c.doing = Doing::TimingOut { op };
-                    c.deadline = now + self.pipeline.cfg.send_timeout();
+                    c.deadline = Phase::Send.deadline(&self.pipeline, now);
                     self.ring.cancel(op);
                 }
                 _ => self.close(key),
@@ -666,7 +646,7 @@ impl UringLoop {
             // have their pages (they are scattered through the heap, so they would stay).
             amped_sys::memory::trim_heap();
         }
-        let keepalive = self.pipeline.cfg.keepalive_timeout();
+        let keepalive = self.pipeline.keepalive_timeout();
         for (_, c) in self.conns.iter_mut() {
             let idle_since = c.deadline.checked_sub(keepalive);
             if c.phase == Phase::Idle
@@ -698,5 +678,27 @@ impl UringLoop {
         for key in idle {
             self.close(key);
         }
+    }
+}
+
+impl ResumesJobs for UringLoop {
+    type Runner = HelperPool;
+
+    fn runner_and_results(&mut self) -> (&mut HelperPool, &mut Vec<(u64, JobDone)>) {
+        (&mut self.helpers, &mut self.done)
+    }
+
+    fn live_key(&self, token: u64) -> Option<usize> {
+        self.conns.live_key(token)
+    }
+
+    fn resume_parked(&mut self, key: usize, done: JobDone) {
+        let c = &mut self.conns[key];
+        if !matches!(c.doing, Doing::AtHelper) {
+            return;
+        }
+        c.doing = Doing::Deciding;
+        let step = self.pipeline.resume(&mut c.state, done);
+        self.on_step(key, step);
     }
 }

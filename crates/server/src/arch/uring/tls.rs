@@ -111,7 +111,7 @@ impl UringLoop {
         let token = self.conns.token(key);
         let c = &mut self.conns[key];
         c.phase = Phase::Send;
-        c.deadline = Phase::Send.deadline(&self.pipeline.cfg, Instant::now());
+        c.deadline = Phase::Send.deadline(&self.pipeline, Instant::now());
         let op = self.ring.send(token, c.sock.as_fd(), cipher, false);
         c.doing = match out {
             Some(out) => Doing::Responding { out, op: Some(op) },
