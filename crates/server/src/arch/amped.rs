@@ -14,16 +14,12 @@
 //! its chunks, nor can long transfers hold every helper from new requests.
 
 use super::disk_concurrency::DiskConcurrency;
-use super::event_loop::EventLoop;
 use super::job_results::JobResults;
 use super::job_results::JobRunner;
 use super::read_lane::ReadLane;
 use crate::pipeline::{Job, JobDone, Pipeline};
-use crate::tls::TlsContext;
 use crossbeam_channel::{Receiver, Sender, unbounded};
-use std::net::TcpListener;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 
 /// The helper threads serving one event loop: metadata helpers and read helpers.
@@ -126,16 +122,4 @@ impl Drop for HelperPool {
             let _ = t.join();
         }
     }
-}
-
-/// Serves `listener` (over TLS with `tls`) with an AMPED loop and `--helpers` helpers per
-/// lane until shutdown.
-pub fn run(
-    pipeline: Arc<Pipeline>,
-    listener: TcpListener,
-    tls: Option<Arc<TlsContext>>,
-    shutdown: &Arc<AtomicBool>,
-) -> std::io::Result<()> {
-    let helpers = HelperPool::start(pipeline.clone())?;
-    EventLoop::new(pipeline, helpers, listener)?.speaking(tls).run(shutdown)
 }

@@ -155,6 +155,42 @@ impl Drop for Connection {
     }
 }
 
+/// The accepting side of a blocking architecture (mt, pool): the listener, accepting with a
+/// tick so shutdown is seen; the gate that admits connections up to `--max-connections`; and
+/// the graceful-shutdown clock the connections' threads share.
+pub struct Acceptor {
+    listener: TcpListener,
+    /// The connections admitted and not yet closed.
+    pub gate: Arc<Gate>,
+    /// The graceful-shutdown clock.
+    pub stop: Arc<Stop>,
+}
+
+impl Acceptor {
+    /// Accepts on `listener` for `pipeline` until `shutdown` is raised.
+    pub fn new(
+        pipeline: &Arc<Pipeline>,
+        listener: TcpListener,
+        shutdown: &Arc<std::sync::atomic::AtomicBool>,
+    ) -> io::Result<Acceptor> {
+        set_accept_tick(&listener)?;
+        let stop = Arc::new(Stop::new(shutdown.clone(), pipeline.config()));
+        let gate = Gate::new(pipeline.max_connections(), pipeline.clone());
+        Ok(Acceptor { listener, gate, stop })
+    }
+
+    /// The next connection admitted; `None` once shutdown has begun.
+    pub fn next(&self) -> Option<Connection> {
+        next_connection(&self.listener, &self.gate, &self.stop)
+    }
+
+    /// Stops listening, then closes the connections still open by the shutdown deadline.
+    pub fn close(self) {
+        drop(self.listener);
+        self.gate.close_all_by(self.stop.deadline().unwrap_or_else(Instant::now));
+    }
+}
+
 /// Makes `accept` on a blocking listener return `WouldBlock` after a [`TICK`] without a
 /// connection (Linux honours `SO_RCVTIMEO` on listening sockets), so acceptors see shutdown.
 pub fn set_accept_tick(listener: &TcpListener) -> io::Result<()> {

@@ -44,6 +44,19 @@ struct Conn {
     interest: Option<Interest>,
 }
 
+/// Serves `listener` (over TLS with `tls`) with one event loop whose jobs `runner` runs,
+/// until shutdown: SPED (jobs inline), AMPED (helper lanes) and staged (job stages) are this
+/// loop with their runner.
+pub fn serve<R: JobRunner>(
+    runner: R,
+    pipeline: Arc<Pipeline>,
+    listener: TcpListener,
+    tls: Option<Arc<TlsContext>>,
+    shutdown: &Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    EventLoop::new(pipeline, runner, listener)?.speaking(tls).run(shutdown)
+}
+
 /// One event loop serving one listener.
 pub struct EventLoop<R: JobRunner> {
     pipeline: Arc<Pipeline>,

@@ -197,13 +197,22 @@ pub fn serve(server: &Server, listeners: Listeners) -> io::Result<()> {
             (server.pipeline(&limits), server.tls.clone())
         };
         match arch {
-            Arch::Sped => sped::run(pipeline, listener, tls, &server.shutdown),
-            Arch::Amped => amped::run(pipeline, listener, tls, &server.shutdown),
+            Arch::Sped => {
+                let runner = sped::InlineRunner::new(pipeline.clone());
+                event_loop::serve(runner, pipeline, listener, tls, &server.shutdown)
+            }
+            Arch::Amped => {
+                let runner = amped::HelperPool::start(pipeline.clone())?;
+                event_loop::serve(runner, pipeline, listener, tls, &server.shutdown)
+            }
             Arch::Mt => mt::run(pipeline, listener, &server.shutdown),
             Arch::Pool => pool::run(pipeline, listener, &server.shutdown),
             Arch::Mp => mp::run(pipeline, vec![listener], server),
             Arch::Uring => uring::run(pipeline, listener, tls, &server.shutdown),
-            Arch::Staged => staged::run(pipeline, listener, tls, &server.shutdown),
+            Arch::Staged => {
+                let runner = staged::Stages::start(pipeline.clone())?;
+                event_loop::serve(runner, pipeline, listener, tls, &server.shutdown)
+            }
         }
     };
     if arch == Arch::Mp {

@@ -12,14 +12,13 @@
 //! connections are refused) and waits for the connection threads until the shutdown deadline,
 //! when it shuts down the sockets still open.
 
-use super::blocking::{self, Gate};
-use super::lifecycle::Stop;
+use super::blocking::{self, Acceptor};
 use crate::pipeline::Pipeline;
 use std::io;
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Stack of a connection thread: the pipeline keeps its buffers on the heap.
 const STACK: usize = 256 << 10;
@@ -32,11 +31,9 @@ pub fn run(
     listener: TcpListener,
     shutdown: &Arc<AtomicBool>,
 ) -> io::Result<()> {
-    blocking::set_accept_tick(&listener)?;
-    let stop = Arc::new(Stop::new(shutdown.clone(), pipeline.config()));
-    let gate = Gate::new(pipeline.max_connections(), pipeline.clone());
-    while let Some(conn) = blocking::next_connection(&listener, &gate, &stop) {
-        let (p, s, g) = (pipeline.clone(), stop.clone(), gate.clone());
+    let acceptor = Acceptor::new(&pipeline, listener, shutdown)?;
+    while let Some(conn) = acceptor.next() {
+        let (p, s, g) = (pipeline.clone(), acceptor.stop.clone(), acceptor.gate.clone());
         let spawned =
             std::thread::Builder::new().name("conn".into()).stack_size(STACK).spawn(move || {
                 blocking::serve(&p, conn, &s);
@@ -54,7 +51,6 @@ pub fn run(
             std::thread::sleep(SPAWN_BACKOFF);
         }
     }
-    drop(listener);
-    gate.close_all_by(stop.deadline().unwrap_or_else(Instant::now));
+    acceptor.close();
     Ok(())
 }

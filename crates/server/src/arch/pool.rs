@@ -24,7 +24,7 @@
 //! most the request in flight, with `Connection: close`) until the shutdown deadline, when the
 //! sockets still open are shut down.
 
-use super::blocking::{self, Aside, Connection, Gate, Session};
+use super::blocking::{self, Acceptor, Aside, Connection, Session};
 use super::lifecycle::{Stop, TICK};
 use super::waiting_room::WaitingRoom;
 use crate::pipeline::Pipeline;
@@ -44,10 +44,9 @@ pub fn run(
     listener: TcpListener,
     shutdown: &Arc<AtomicBool>,
 ) -> io::Result<()> {
-    blocking::set_accept_tick(&listener)?;
     let cfg = pipeline.config().clone();
-    let stop = Arc::new(Stop::new(shutdown.clone(), &cfg));
-    let gate = Gate::new(cfg.max_connections, pipeline.clone());
+    let acceptor = Acceptor::new(&pipeline, listener, shutdown)?;
+    let stop = acceptor.stop.clone();
     let (queue, taken) = bounded::<Connection>(cfg.queue);
     let (ready_tx, ready) = unbounded::<Session>();
     let (room, room_thread) = WaitingRoom::start(pipeline.clone(), stop.clone(), ready_tx)?;
@@ -60,7 +59,7 @@ pub fn run(
         .collect::<io::Result<Vec<_>>>()?;
     drop((taken, ready));
     let mut overflow = OverflowReport::default();
-    while let Some(conn) = blocking::next_connection(&listener, &gate, &stop) {
+    while let Some(conn) = acceptor.next() {
         match queue.try_send(conn) {
             Ok(()) => {}
             Err(TrySendError::Full(conn)) => {
@@ -71,9 +70,8 @@ pub fn run(
             Err(TrySendError::Disconnected(_)) => break, // no worker left (cannot happen: they catch panics)
         }
     }
-    drop(listener);
     drop(queue); // workers drain what is queued, then see the queue closed
-    gate.close_all_by(stop.deadline().unwrap_or_else(Instant::now));
+    acceptor.close();
     let deadline = Instant::now() + 2 * TICK;
     while (workers.iter().any(|w| !w.is_finished()) || !room_thread.is_finished())
         && Instant::now() < deadline
@@ -202,16 +200,8 @@ mod tests {
     #[test]
     fn refusal_is_a_complete_503() {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = crate::config::Config::resolve(crate::config::Args {
-            root: Some(dir.path().to_path_buf()),
-            ..Default::default()
-        })
-        .unwrap();
-        let p = Pipeline::new(
-            Arc::new(cfg),
-            Default::default(),
-            crate::access_log::AccessLogger::off(),
-        );
+        let root = Some(dir.path().to_path_buf());
+        let p = Pipeline::for_tests(crate::config::Args { root, ..Default::default() });
         let resp = p.overload_response("127.0.0.1:9".parse().unwrap());
         let head = String::from_utf8(resp.head.clone()).unwrap();
         assert!(head.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{head}");

@@ -81,9 +81,8 @@ impl Pipeline {
 #[cfg(test)]
 mod tests {
     use super::super::{Body, JobDone, Pipeline, Step};
-    use crate::config::{Args, Config};
+    use crate::config::Args;
     use crate::pipeline::ConnState;
-    use std::sync::Arc;
 
     /// Drives `step` to a response, running jobs inline (as SPED does).
     fn respond(p: &Pipeline, c: &mut ConnState, mut step: Step) -> super::Response {
@@ -102,17 +101,11 @@ mod tests {
     fn a_failed_job_gets_the_500_page_and_closes() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("500.html"), "<p>sorry</p>").unwrap();
-        let cfg = Config::resolve(Args {
+        let p = Pipeline::for_tests(Args {
             root: Some(dir.path().to_path_buf()),
             error_page: vec!["500=/500.html".into()],
             ..Default::default()
-        })
-        .unwrap();
-        let p = Pipeline::new(
-            Arc::new(cfg),
-            Default::default(),
-            crate::access_log::AccessLogger::off(),
-        );
+        });
         let mut c = ConnState::new("127.0.0.1:9".parse().unwrap());
         c.received(b"GET /anything HTTP/1.1\r\nHost: t\r\n\r\n");
         let Step::Block(_job) = p.next(&mut c, false) else { panic!("a path-cache miss blocks") };

@@ -144,6 +144,14 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// For in-process tests: the pipeline `args` configure, with fresh counters and no access
+    /// log.
+    #[cfg(test)]
+    pub(crate) fn for_tests(args: crate::config::Args) -> Self {
+        let cfg = Config::resolve(args).expect("a valid test configuration");
+        Pipeline::new(Arc::new(cfg), Default::default(), AccessLogger::off())
+    }
+
     /// A pipeline with empty caches (and per-client limits of its own).
     pub fn new(cfg: Arc<Config>, stats: Arc<Stats>, log: AccessLogger) -> Self {
         let limits = ClientLimits::from_config(&cfg, &stats);

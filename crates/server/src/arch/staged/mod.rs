@@ -30,13 +30,10 @@
 mod control;
 mod stage;
 
-use super::event_loop::EventLoop;
 use super::job_results::JobResults;
 use super::job_results::JobRunner;
 use crate::pipeline::{Job, JobDone, Pipeline};
-use crate::tls::TlsContext;
 use stage::{Core, Stage};
-use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -135,15 +132,4 @@ impl Drop for Stages {
         }
         // The stages (dropped next) join their threads.
     }
-}
-
-/// Serves `listener` (over TLS with `tls`) with the socket stage and the two job stages until shutdown.
-pub fn run(
-    pipeline: Arc<Pipeline>,
-    listener: TcpListener,
-    tls: Option<Arc<TlsContext>>,
-    shutdown: &Arc<AtomicBool>,
-) -> std::io::Result<()> {
-    let stages = Stages::start(pipeline.clone())?;
-    EventLoop::new(pipeline, stages, listener)?.speaking(tls).run(shutdown)
 }
