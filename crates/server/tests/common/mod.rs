@@ -500,6 +500,26 @@ pub fn req(method: &str, path: &str, extra_headers: &str) -> String {
     format!("{method} {path} HTTP/1.1\r\nHost: test\r\n{extra_headers}\r\n")
 }
 
+/// One `read` on `stream` that waits at most `limit` in all: an interrupted wait (EINTR,
+/// e.g. when the test process is stopped and continued) is resumed for the time left, so it
+/// is never mistaken for an answer or a close; the timeout comes back as `WouldBlock` or
+/// `TimedOut`.
+pub fn read_within(
+    stream: &mut TcpStream,
+    buf: &mut [u8],
+    limit: Duration,
+) -> std::io::Result<usize> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(buf) {
+            Err(e) if e.kind() == ErrorKind::Interrupted && Instant::now() < deadline => continue,
+            other => return other,
+        }
+    }
+}
+
 /// A new connection's `GET path` is refused by the per-client connection limit: 429 with
 /// `Retry-After: 1`, then the server closes it.
 pub fn assert_refused_over_connection_limit(s: &Server, path: &str) {

@@ -205,9 +205,8 @@ arch_tests! {
             Err(e) => panic!("third connect failed outright: {e}"),
         };
         std::io::Write::write_all(&mut c3, req("GET", "/a.txt", "Connection: close\r\n").as_bytes()).unwrap();
-        c3.set_read_timeout(Some(Duration::from_millis(800))).unwrap();
         let mut buf = [0u8; 1024];
-        match c3.read(&mut buf) {
+        match read_within(&mut c3, &mut buf, Duration::from_millis(800)) {
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
             other => panic!("third connection answered while two are open: {other:?}"),
         }
