@@ -14,6 +14,7 @@
 //! itself, or a TLS session. A TLS connection sends with zero-copy off, so its file bodies take
 //! the read + write path below — the same residency test and jobs, a buffer in between.
 
+use crate::cache::file::ReadInFlight;
 use crate::config::ReadPath;
 use crate::pipeline::{Body, Job, JobDone, Pipeline, Response};
 use crate::send_plan::{HeadGoes, InMemory, Piece, SendPlan};
@@ -311,7 +312,11 @@ impl Outgoing {
     }
 
     /// The residency test of `file[pos .. pos+chunk]`; true when it may be sent now (resident,
-    /// or the test cannot tell). A miss is counted and reported to the page policy.
+    /// or the test cannot tell). A miss is counted and reported to the page policy. While a
+    /// helper reads pages of the file for another response, the answer is "not resident"
+    /// without asking the kernel, which would count pages still being read (see
+    /// [`crate::cache::file::ReadInFlight`]): this response's job then waits for them on a
+    /// helper, not its `sendfile` on the loop.
     fn test_residency(
         &mut self,
         file: &crate::cache::FileEntry,
@@ -320,7 +325,11 @@ impl Outgoing {
         p: &Pipeline,
     ) -> bool {
         let t0 = self.clock();
-        let resident = residency::is_resident(&file.file, pos, chunk);
+        let resident = if file.being_read() {
+            Ok(false)
+        } else {
+            residency::is_resident(&file.file, pos, chunk)
+        };
         if let (Some(t), Some(t0)) = (self.resp.timeline.as_mut(), t0)
             && matches!(resident, Ok(false))
         {
@@ -349,6 +358,7 @@ impl Outgoing {
         opts: SendOptions,
     ) -> Job {
         let (since, continues) = (self.since, self.plan.body_sent() > 0);
+        let reading = ReadInFlight::start(&file);
         let pipe = match opts.read_path {
             ReadPath::Pipe if opts.zero_copy => self.pipe.take().or_else(take_spare),
             _ => None,
@@ -362,10 +372,11 @@ impl Outgoing {
                     remaining.min(u64::from(self.next_fill).min(cap))
                 };
                 self.next_fill = (u64::from(self.next_fill) * 2).min(cap) as u32;
-                Job::Fill { file, offset: pos, len, pipe, since, continues }
+                Job::Fill { file, offset: pos, len, pipe, since, continues, reading }
             }
             None => {
-                Job::ReadAhead { file, offset: pos, len: remaining.min(CHUNK), since, continues }
+                let len = remaining.min(CHUNK);
+                Job::ReadAhead { file, offset: pos, len, since, continues, reading }
             }
         }
     }

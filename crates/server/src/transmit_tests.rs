@@ -300,3 +300,25 @@ fn pages_reclaimed_while_the_socket_was_full_are_read_by_a_job() {
         other => panic!("the reclaimed rest of the chunk was sent without a job: {other:?}"),
     }
 }
+
+/// While a helper reads pages of a file for one response, another response of the same file
+/// does not trust the residency test (the kernel counts pages from the moment their read
+/// starts): it asks for a job, whose helper waits for them, instead of a `sendfile` that would
+/// wait on the loop. Once no read is under way, the pages are sent from the loop again.
+#[test]
+fn a_file_being_read_for_another_response_takes_a_job() {
+    let b = Bench::new();
+    let (file, bytes) = b.file("shared.bin", 50_000);
+    let body = || Body::File { file: file.clone(), offset: 0, len: 50_000 };
+    let other = crate::cache::file::ReadInFlight::start(&file);
+    let mut out = Outgoing::new(response(HEAD, body()));
+    let (got, asked, err) = drive(&mut out, opts(ReadPath::Pipe), &b.pipeline);
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(got, with_head(HEAD, &bytes));
+    assert_eq!(asked, vec![Asked::Fill(0, 50_000)], "resident pages, but a read is under way");
+    drop(other);
+    let mut out = Outgoing::new(response(HEAD, body()));
+    let (got, asked, _) = drive(&mut out, opts(ReadPath::Pipe), &b.pipeline);
+    assert_eq!(got, with_head(HEAD, &bytes));
+    assert!(asked.is_empty(), "no read under way: sent from the loop, {asked:?}");
+}

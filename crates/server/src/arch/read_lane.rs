@@ -237,7 +237,8 @@ mod tests {
         let file = std::fs::File::open(&path).unwrap();
         let meta = file.metadata().unwrap();
         let entry = Arc::new(FileEntry::new(path, file, &meta, None));
-        Job::ReadAhead { file: entry, offset: 0, len: 1, since, continues }
+        let reading = crate::cache::file::ReadInFlight::start(&entry);
+        Job::ReadAhead { file: entry, offset: 0, len: 1, since, continues, reading }
     }
 
     #[test]

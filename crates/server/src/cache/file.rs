@@ -11,6 +11,7 @@ use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 /// A file's mode and owner: a change to either (`chmod 000`, `chmod 640` under `--user`,
@@ -52,6 +53,31 @@ pub struct FileEntry {
     pub access: Access,
     /// The whole body, for files up to `--small-file-bytes` when the file cache is on.
     pub body: Option<Arc<[u8]>>,
+    /// Reads of its pages under way on helpers ([`ReadInFlight`]).
+    reads: AtomicU32,
+}
+
+/// A read of a file's pages under way on a helper: a fill or read-ahead job holds one from the
+/// moment it is asked for until it has run. While any is held, a residency test of that file
+/// cannot be trusted — the kernel counts a page as cached from the moment its read starts, so
+/// a second response of the same file would find the pages "resident" and its `sendfile`
+/// would wait on the loop for the helper's read (DeBox saw ~90 ms such waits behind the IOPS
+/// cap, docs/BENCHMARKS.md E5 session 7). [`FileEntry::being_read`] tells the send path.
+#[derive(Debug)]
+pub struct ReadInFlight(Arc<FileEntry>);
+
+impl ReadInFlight {
+    /// A read of `file`'s pages begins (it ends when this is dropped).
+    pub fn start(file: &Arc<FileEntry>) -> ReadInFlight {
+        file.reads.fetch_add(1, Ordering::AcqRel);
+        ReadInFlight(file.clone())
+    }
+}
+
+impl Drop for ReadInFlight {
+    fn drop(&mut self) {
+        self.0.reads.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl FileEntry {
@@ -78,7 +104,14 @@ impl FileEntry {
             dev: st.dev,
             access: Access { mode: st.mode, uid: st.uid, gid: st.gid },
             body,
+            reads: AtomicU32::new(0),
         }
+    }
+
+    /// A helper is reading pages of this file for some response right now.
+    #[inline]
+    pub fn being_read(&self) -> bool {
+        self.reads.load(Ordering::Acquire) > 0
     }
 
     /// Same file, same version, same access: device, inode, size, mtime, mode and owner all

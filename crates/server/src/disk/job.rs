@@ -9,6 +9,7 @@
 
 use super::open::{OpenRules, open_blocking};
 use super::translate::{TranslateRequest, Translation, translate};
+use crate::cache::file::ReadInFlight;
 use crate::cache::{FileEntry, PagePolicy};
 use crate::config::Config;
 use amped_sys::pipe::PagePipe;
@@ -44,6 +45,8 @@ pub enum Job {
         since: Instant,
         /// Part of the body was sent already: a transfer under way, not a new request.
         continues: bool,
+        /// Marks the file as being read until the job has run (dropped with it).
+        reading: ReadInFlight,
     },
     /// Move up to `len` bytes of `file` at `offset` into `pipe` (`--read-path pipe`): the
     /// pipe then holds the pages until the event loop splices them into the socket.
@@ -60,6 +63,8 @@ pub enum Job {
         since: Instant,
         /// Part of the body was sent already: a transfer under way, not a new request.
         continues: bool,
+        /// Marks the file as being read until the job has run (dropped with it).
+        reading: ReadInFlight,
     },
 }
 
