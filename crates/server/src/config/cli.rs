@@ -87,6 +87,11 @@ pub struct Args {
     /// queue, at the cost of requests waiting behind it [default: 0].
     #[arg(long, value_name = "PIECES")]
     pub fill_ahead: Option<u64>,
+    /// Only transfers that began at least this many milliseconds ago ask ahead: the few
+    /// longest transfers get the deeper share of the disk, new and short responses do not
+    /// queue behind it [default: 0, every fill].
+    #[arg(long, value_name = "MS")]
+    pub fill_ahead_after: Option<u64>,
     /// Cold reads at the disk at once: `auto` adapts between 1 and 4 × --helpers to the
     /// throughput the disk shows (one for a disk that serves one read at a time, many for one
     /// that serves many), or a fixed number [default: auto].
@@ -310,6 +315,7 @@ impl Args {
             read_path,
             transfer_order,
             fill_ahead,
+            fill_ahead_after,
             disk_concurrency,
             header_timeout,
             keepalive_timeout,

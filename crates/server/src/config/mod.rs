@@ -243,6 +243,8 @@ pub struct Config {
     pub transfer_order: TransferOrder,
     /// Further 128 KiB pieces a pipe fill asks the disk for at once (0: none).
     pub fill_ahead: u64,
+    /// Only transfers under way at least this long ask ahead (`--fill-ahead-after`).
+    pub fill_ahead_after: Duration,
     /// Cold reads at the disk at once (`--disk-concurrency`).
     pub disk_concurrency: DiskBound,
     /// Staleness bound of every cache: metadata older than this is revalidated.
@@ -517,6 +519,12 @@ impl Config {
             Some(n) if n > 7 => return err(format!("--fill-ahead {n} is not in 0..=7")),
             n => n.unwrap_or(0),
         };
+        let fill_ahead_after = match a.fill_ahead_after {
+            Some(ms) if ms > 3_600_000 => {
+                return err(format!("--fill-ahead-after {ms} is not in 0..=3600000 (ms)"));
+            }
+            ms => Duration::from_millis(ms.unwrap_or(0)),
+        };
         let disk_concurrency = match a.disk_concurrency.as_deref() {
             None => DiskBound::AsHelpers,
             Some("auto") => DiskBound::Auto,
@@ -609,6 +617,7 @@ impl Config {
             page_yield_above: a.page_yield_above.unwrap_or(0),
             transfer_order,
             fill_ahead,
+            fill_ahead_after,
             disk_concurrency,
             revalidate_after: Duration::from_secs(1),
             live: Arc::new(Live::new(
@@ -872,6 +881,7 @@ mod tests {
             (vec!["--chroot", "/", "--arch", "mp"], "not work with --arch mp"),
             (vec!["--transfer-order", "newest"], "--transfer-order 'newest' is not one of"),
             (vec!["--fill-ahead", "8"], "--fill-ahead 8 is not in 0..=7"),
+            (vec!["--fill-ahead-after", "3600001"], "--fill-ahead-after 3600001 is not in"),
             (vec!["--disk-concurrency", "0"], "--disk-concurrency '0' is not auto or 1..=1024"),
             (vec!["--disk-concurrency", "many"], "--disk-concurrency 'many' is not auto"),
         ] {

@@ -165,8 +165,9 @@ impl Job {
                 read_ahead(&file.file, offset, len);
                 JobDone::ReadAhead
             }
-            Job::Fill { file, offset, len, mut pipe, .. } => {
-                ask_ahead(&file.file, offset, len, cfg.fill_ahead);
+            Job::Fill { file, offset, len, mut pipe, since, .. } => {
+                let pieces = pieces_ahead(cfg.fill_ahead, cfg.fill_ahead_after, since.elapsed());
+                ask_ahead(&file.file, offset, len, pieces);
                 let moved = pipe.fill(&file.file, offset, len as usize);
                 JobDone::Filled(pipe, moved)
             }
@@ -222,6 +223,13 @@ impl Resolved {
 /// read-ahead window, which is also what one `WILLNEED` advice starts at most.
 const PIECE: u64 = 128 << 10;
 
+/// How many pieces a fill asks ahead for: `--fill-ahead`'s, once the transfer has been under
+/// way for `--fill-ahead-after` (so only the few long transfers take a deeper share of the
+/// disk's queue, and a new response's first fill does not put reads ahead of others').
+fn pieces_ahead(fill_ahead: u64, after: std::time::Duration, age: std::time::Duration) -> u64 {
+    if age >= after { fill_ahead } else { 0 }
+}
+
 /// With `--fill-ahead N`: asks the kernel to start reading up to `N` pieces of `offset..+len`
 /// after the first (one advice per piece, since one advice starts at most a read-ahead
 /// window), so they wait in the disk's queue together rather than one after another.
@@ -251,4 +259,28 @@ fn read_ahead(file: &File, offset: u64, len: u64) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pieces_ahead;
+    use std::time::Duration;
+
+    #[test]
+    fn only_transfers_under_way_long_enough_ask_ahead() {
+        let ms = Duration::from_millis;
+        for (fill_ahead, after, age, want) in [
+            (3, ms(0), ms(0), 3),       // the default: every fill asks ahead
+            (3, ms(1000), ms(10), 0),   // a new response does not
+            (3, ms(1000), ms(999), 0),  // nor one just under the age
+            (3, ms(1000), ms(1000), 3), // one that old does
+            (0, ms(0), ms(5000), 0),    // with none configured, none
+        ] {
+            assert_eq!(
+                pieces_ahead(fill_ahead, after, age),
+                want,
+                "{fill_ahead} {after:?} {age:?}"
+            );
+        }
+    }
 }
