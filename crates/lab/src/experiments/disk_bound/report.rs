@@ -393,7 +393,7 @@ fn standing_line(what: &str, s: &Standing) -> String {
         fmt(s.lowest_mean.1, 1),
         ratio(&s.p95_ratio),
         ratio(&s.mean_ratio),
-        if s.amped_lowest { "; amped lowest in both" } else { "" }
+        if s.amped_ahead { "; amped below every peer in both" } else { "" }
     )
 }
 
@@ -403,9 +403,11 @@ fn claim(kind: &str, cells: &[(String, Option<Standing>)]) -> String {
         return String::new();
     }
     match standing::first_break(cells) {
-        None => format!("**amped has the lowest 95% and mean at every {kind}.**\n"),
+        None => format!(
+            "**amped's default has a 95% and mean at most every peer's at every {kind}.**\n"
+        ),
         Some(at) => format!(
-            "**The claim \"amped has the lowest 95% and mean\" stops holding at {at}** (first {kind} where it does not).\n"
+            "**The claim \"amped's default has a 95% and mean at most every peer's\" stops holding at {at}** (first {kind} where it does not).\n"
         ),
     }
 }
