@@ -358,7 +358,7 @@ impl Outgoing {
         opts: SendOptions,
     ) -> Job {
         let (since, continues) = (self.since, self.plan.body_sent() > 0);
-        let reading = ReadInFlight::start(&file);
+        let reading = ReadInFlight::start(file);
         let pipe = match opts.read_path {
             ReadPath::Pipe if opts.zero_copy => self.pipe.take().or_else(take_spare),
             _ => None,
@@ -372,11 +372,11 @@ impl Outgoing {
                     remaining.min(u64::from(self.next_fill).min(cap))
                 };
                 self.next_fill = (u64::from(self.next_fill) * 2).min(cap) as u32;
-                Job::Fill { file, offset: pos, len, pipe, since, continues, reading }
+                Job::Fill { reading, offset: pos, len, pipe, since, continues }
             }
             None => {
                 let len = remaining.min(CHUNK);
-                Job::ReadAhead { file, offset: pos, len, since, continues, reading }
+                Job::ReadAhead { reading, offset: pos, len, since, continues }
             }
         }
     }

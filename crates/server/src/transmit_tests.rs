@@ -310,7 +310,7 @@ fn a_file_being_read_for_another_response_takes_a_job() {
     let b = Bench::new();
     let (file, bytes) = b.file("shared.bin", 50_000);
     let body = || Body::File { file: file.clone(), offset: 0, len: 50_000 };
-    let other = crate::cache::file::ReadInFlight::start(&file);
+    let other = crate::cache::file::ReadInFlight::start(file.clone());
     let mut out = Outgoing::new(response(HEAD, body()));
     let (got, asked, err) = drive(&mut out, opts(ReadPath::Pipe), &b.pipeline);
     assert!(err.is_none(), "{err:?}");
