@@ -63,6 +63,10 @@ counters! {
     jobs_helper,
     /// Body ranges found not resident in the page cache.
     residency_misses,
+    /// Body ranges sent through a job, untested, because a job was reading the same file for
+    /// another response (the residency test would count pages still being read); not
+    /// residency misses: the pages may well be in memory by then.
+    being_read_waits,
     /// Jobs for cold body chunks (pipe fills and read-aheads).
     readahead_jobs,
     /// Of those, chunks a helper moved into a pipe (`--read-path pipe`).

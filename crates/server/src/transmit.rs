@@ -24,7 +24,7 @@ use amped_sys::{residency, transmit};
 use std::cell::RefCell;
 use std::io::{self, ErrorKind, IoSlice};
 use std::os::fd::AsFd;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Largest body chunk tested for residency and sent in one `sendfile` call.
 const CHUNK: u64 = 512 << 10;
@@ -316,7 +316,8 @@ impl Outgoing {
     /// helper reads pages of the file for another response, the answer is "not resident"
     /// without asking the kernel, which would count pages still being read (see
     /// [`crate::cache::file::ReadInFlight`]): this response's job then waits for them on a
-    /// helper, not its `sendfile` on the loop.
+    /// helper, not its `sendfile` on the loop. That wait is counted on its own
+    /// (`being_read_waits`), not as a miss: the pages may be in memory already.
     fn test_residency(
         &mut self,
         file: &crate::cache::FileEntry,
@@ -324,12 +325,15 @@ impl Outgoing {
         chunk: u64,
         p: &Pipeline,
     ) -> bool {
+        if file.being_read() {
+            if let Some(t) = self.resp.timeline.as_mut() {
+                t.step("residency", Duration::ZERO, Some("being_read"));
+            }
+            p.chunk_being_read();
+            return false;
+        }
         let t0 = self.clock();
-        let resident = if file.being_read() {
-            Ok(false)
-        } else {
-            residency::is_resident(&file.file, pos, chunk)
-        };
+        let resident = residency::is_resident(&file.file, pos, chunk);
         if let (Some(t), Some(t0)) = (self.resp.timeline.as_mut(), t0)
             && matches!(resident, Ok(false))
         {
@@ -358,7 +362,7 @@ impl Outgoing {
         opts: SendOptions,
     ) -> Job {
         let (since, continues) = (self.since, self.plan.body_sent() > 0);
-        let reading = ReadInFlight::start(&file);
+        let reading = ReadInFlight::start(file);
         let pipe = match opts.read_path {
             ReadPath::Pipe if opts.zero_copy => self.pipe.take().or_else(take_spare),
             _ => None,
@@ -372,11 +376,11 @@ impl Outgoing {
                     remaining.min(u64::from(self.next_fill).min(cap))
                 };
                 self.next_fill = (u64::from(self.next_fill) * 2).min(cap) as u32;
-                Job::Fill { file, offset: pos, len, pipe, since, continues, reading }
+                Job::Fill { reading, offset: pos, len, pipe, since, continues }
             }
             None => {
                 let len = remaining.min(CHUNK);
-                Job::ReadAhead { file, offset: pos, len, since, continues, reading }
+                Job::ReadAhead { reading, offset: pos, len, since, continues }
             }
         }
     }

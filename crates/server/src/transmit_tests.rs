@@ -12,25 +12,39 @@ use crate::access_log::AccessLogger;
 use crate::cache::FileEntry;
 use crate::config::{Args, Config, ReadPath};
 use crate::pipeline::{Body, Job, Pipeline, Response};
+use crate::stats::Stats;
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// A pipeline with the default configuration, rooted in a fresh folder on disk.
+/// A pipeline rooted in a fresh folder on disk, and its counters.
 struct Bench {
     dir: tempfile::TempDir,
     pipeline: Pipeline,
+    stats: Arc<Stats>,
 }
 
 impl Bench {
+    /// With the default configuration.
     fn new() -> Bench {
+        Bench::with(Args::default())
+    }
+
+    /// With `args` (its root replaced by the bench's folder).
+    fn with(args: Args) -> Bench {
         // Under /var/tmp, not a tmpfs /tmp: the pages of its files can be evicted.
         let dir = tempfile::Builder::new().prefix("amped-transmit").tempdir_in("/var/tmp").unwrap();
-        let args = Args { root: Some(dir.path().into()), ..Default::default() };
+        let args = Args { root: Some(dir.path().into()), ..args };
         let cfg = Config::resolve(args).unwrap();
-        let pipeline = Pipeline::new(Arc::new(cfg), Default::default(), AccessLogger::off());
-        Bench { dir, pipeline }
+        let stats = Arc::new(Stats::default());
+        let pipeline = Pipeline::new(Arc::new(cfg), stats.clone(), AccessLogger::off());
+        Bench { dir, pipeline, stats }
+    }
+
+    /// The counter called `name`.
+    fn counter(&self, name: &str) -> u64 {
+        self.stats.total_named(name)
     }
 
     /// A file of `len` patterned bytes, open as the file cache would hold it.
@@ -305,20 +319,36 @@ fn pages_reclaimed_while_the_socket_was_full_are_read_by_a_job() {
 /// does not trust the residency test (the kernel counts pages from the moment their read
 /// starts): it asks for a job, whose helper waits for them, instead of a `sendfile` that would
 /// wait on the loop. Once no read is under way, the pages are sent from the loop again.
+/// That wait is counted as such, not as a residency miss, and is no evidence of memory
+/// pressure for the page policy (the pages may be in memory); a real miss is both.
 #[test]
 fn a_file_being_read_for_another_response_takes_a_job() {
-    let b = Bench::new();
+    // The page policy on, with the file small enough that a miss of it means pressure.
+    let b = Bench::with(Args { page_yield_above: Some(1 << 20), ..Default::default() });
     let (file, bytes) = b.file("shared.bin", 50_000);
     let body = || Body::File { file: file.clone(), offset: 0, len: 50_000 };
-    let other = crate::cache::file::ReadInFlight::start(&file);
+    let other = crate::cache::file::ReadInFlight::start(file.clone());
     let mut out = Outgoing::new(response(HEAD, body()));
     let (got, asked, err) = drive(&mut out, opts(ReadPath::Pipe), &b.pipeline);
     assert!(err.is_none(), "{err:?}");
     assert_eq!(got, with_head(HEAD, &bytes));
     assert_eq!(asked, vec![Asked::Fill(0, 50_000)], "resident pages, but a read is under way");
+    assert_eq!(b.counter("being_read_waits"), 1, "{:?}", b.stats);
+    assert_eq!(b.counter("residency_misses"), 0, "not a miss: {:?}", b.stats);
+    assert!(!b.pipeline.under_memory_pressure(), "a read under way is no sign of pressure");
     drop(other);
     let mut out = Outgoing::new(response(HEAD, body()));
     let (got, asked, _) = drive(&mut out, opts(ReadPath::Pipe), &b.pipeline);
     assert_eq!(got, with_head(HEAD, &bytes));
     assert!(asked.is_empty(), "no read under way: sent from the loop, {asked:?}");
+    assert_eq!(b.counter("being_read_waits"), 1, "{:?}", b.stats);
+    // The same file evicted: a real miss, counted and reported to the page policy.
+    amped_sys::residency::evict(&file.file).unwrap();
+    let mut out = Outgoing::new(response(HEAD, body()));
+    let (got, asked, _) = drive(&mut out, opts(ReadPath::Pipe), &b.pipeline);
+    assert_eq!(got, with_head(HEAD, &bytes));
+    assert_eq!(asked, vec![Asked::Fill(0, 50_000)], "the evicted file is read by a job");
+    assert_eq!(b.counter("residency_misses"), 1, "{:?}", b.stats);
+    assert_eq!(b.counter("being_read_waits"), 1, "{:?}", b.stats);
+    assert!(b.pipeline.under_memory_pressure(), "a cold small file is pressure");
 }

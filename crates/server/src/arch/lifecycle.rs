@@ -1,10 +1,12 @@
 //! What every architecture's serving loop does around its events, whatever it waits on: the
-//! phase a connection is in and the deadline that phase gives it, the housekeeping tick, the
-//! pause after `accept` ran out of descriptors, and the one graceful-shutdown clock ([`Stop`]:
-//! notice the signal, drain, give up at the deadline) that every architecture keeps. The event
-//! loops (epoll in [`super::event_loop`], io_uring in [`super::uring`]) also take from here
-//! when they may accept ([`AcceptPause`]) and their turn-by-turn [`Lifecycle`]; the blocking
-//! driver ([`super::blocking`]) shares the phases, the tick, the back-off and the clock.
+//! phase a connection is in and the deadline that phase gives it, the housekeeping tick
+//! ([`Housekeeping`]), the pause after `accept` ran out of descriptors, and the one
+//! graceful-shutdown clock ([`Stop`]: notice the signal, drain, give up at the deadline) that
+//! every architecture keeps. The event loops (epoll in [`super::event_loop`], io_uring in
+//! [`super::uring`]) also take from here when they may accept ([`AcceptPause`]) and their
+//! turn-by-turn [`Lifecycle`]; the blocking driver ([`super::blocking`]) shares the phases, the
+//! tick, the back-off and the clock, and its waiting rooms ([`super::waiting_room`]) sweep on
+//! the same housekeeping tick.
 
 use crate::config::Config;
 use crate::pipeline::Pipeline;
@@ -140,9 +142,32 @@ impl Stop {
     }
 }
 
+/// When a loop's housekeeping (sweeping overdue connections, page yields) is next due: once
+/// a [`TICK`].
+#[derive(Debug)]
+pub struct Housekeeping {
+    next: Instant,
+}
+
+impl Housekeeping {
+    /// First due a tick after `now`.
+    pub fn after(now: Instant) -> Housekeeping {
+        Housekeeping { next: now + TICK }
+    }
+
+    /// Whether housekeeping is due at `now` (then it is next due a tick later).
+    pub fn due(&mut self, now: Instant) -> bool {
+        if now < self.next {
+            return false;
+        }
+        self.next = now + TICK;
+        true
+    }
+}
+
 /// An event loop's turns: when to sweep, and where it is in a graceful shutdown ([`Stop`]).
 pub struct Lifecycle {
-    next_sweep: Instant,
+    housekeeping: Housekeeping,
     stop: Stop,
     /// The loop has begun draining.
     draining: bool,
@@ -151,7 +176,7 @@ pub struct Lifecycle {
 impl Lifecycle {
     /// A loop that has just started, shutting down by `stop`.
     pub fn new(stop: Stop) -> Lifecycle {
-        Lifecycle { next_sweep: Instant::now() + TICK, stop, draining: false }
+        Lifecycle { housekeeping: Housekeeping::after(Instant::now()), stop, draining: false }
     }
 
     /// True exactly once: on the first turn after shutdown began. The loop then begins
@@ -172,11 +197,7 @@ impl Lifecycle {
 
     /// Whether housekeeping is due at `now` (then it is next due a tick later).
     pub fn sweep_due(&mut self, now: Instant) -> bool {
-        if now < self.next_sweep {
-            return false;
-        }
-        self.next_sweep = now + TICK;
-        true
+        self.housekeeping.due(now)
     }
 }
 

@@ -237,8 +237,8 @@ mod tests {
         let file = std::fs::File::open(&path).unwrap();
         let meta = file.metadata().unwrap();
         let entry = Arc::new(FileEntry::new(path, file, &meta, None));
-        let reading = crate::cache::file::ReadInFlight::start(&entry);
-        Job::ReadAhead { file: entry, offset: 0, len: 1, since, continues, reading }
+        let reading = crate::cache::file::ReadInFlight::start(entry);
+        Job::ReadAhead { reading, offset: 0, len: 1, since, continues }
     }
 
     #[test]

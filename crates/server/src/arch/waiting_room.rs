@@ -21,11 +21,12 @@
 //!
 //! Deadlines still hold while parked: [`Room::sweep`] answers a head that is overdue with 408
 //! (as the event loops do), closes idle connections past their keep-alive time and sends past
-//! their send timeout. At graceful shutdown it closes idle parked connections at once and lets
-//! those with a request under way finish, until the shutdown deadline.
+//! their send timeout, once per housekeeping tick (the event loops' [`Housekeeping`]). At
+//! graceful shutdown it sweeps on every turn: it closes idle parked connections at once and
+//! lets those with a request under way finish, until the shutdown deadline.
 
 use super::blocking::Session;
-use super::lifecycle::{Stop, TICK};
+use super::lifecycle::{Housekeeping, Stop, TICK};
 use crate::pipeline::Pipeline;
 use amped_sys::epoll::{Interest, Poller, Waker};
 use crossbeam_channel::{Receiver, Sender, unbounded};
@@ -47,7 +48,8 @@ pub struct Room {
     parked: HashMap<u64, Session>,
     /// `mp`: a connection taken out stays registered (its worker waits for it here too).
     keep_watching: bool,
-    next_sweep: Instant,
+    /// When [`Room::sweep`] next looks at the deadlines.
+    housekeeping: Housekeeping,
 }
 
 /// How [`Room::wait_current`] ended.
@@ -70,7 +72,7 @@ impl Room {
             poller: Poller::new(256)?,
             parked: HashMap::new(),
             keep_watching,
-            next_sweep: Instant::now(),
+            housekeeping: Housekeeping::after(Instant::now()),
         })
     }
 
@@ -180,15 +182,18 @@ impl Room {
         }
     }
 
-    /// Closes overdue connections (at most once a tick, always while shutting down); at
-    /// shutdown closes the idle ones, and all of them at its deadline.
+    /// Closes overdue connections (when housekeeping is due, and on every call while shutting
+    /// down); at shutdown closes the idle ones, and all of them at its deadline.
     pub fn sweep(&mut self, pipeline: &Pipeline, stop: &Stop) {
-        let now = Instant::now();
+        self.sweep_at(Instant::now(), pipeline, stop);
+    }
+
+    /// [`Room::sweep`] at `now`.
+    fn sweep_at(&mut self, now: Instant, pipeline: &Pipeline, stop: &Stop) {
         let draining = stop.draining();
-        if now < self.next_sweep && !draining {
+        if !self.housekeeping.due(now) && !draining {
             return;
         }
-        self.next_sweep = now + TICK;
         let expired = stop.expired();
         let due: Vec<u64> = self
             .parked
@@ -285,5 +290,81 @@ impl Watch {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::blocking::Gate;
+    use crate::config::{Args, Config};
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    /// A server whose header timeout is 10 ms, its counters, and a fresh connection to it.
+    struct Bench {
+        _dir: tempfile::TempDir,
+        cfg: Arc<Config>,
+        stats: Arc<crate::stats::Stats>,
+        pipeline: Arc<Pipeline>,
+        gate: Arc<Gate>,
+        listener: TcpListener,
+        clients: Vec<TcpStream>,
+    }
+
+    impl Bench {
+        fn new() -> Bench {
+            let dir = tempfile::tempdir().unwrap();
+            let args = Args {
+                root: Some(dir.path().into()),
+                header_timeout: Some(0.01),
+                ..Args::default()
+            };
+            let cfg = Arc::new(Config::resolve(args).unwrap());
+            let stats = Arc::new(crate::stats::Stats::default());
+            let log = crate::access_log::AccessLogger::off();
+            let pipeline = Arc::new(Pipeline::new(cfg.clone(), stats.clone(), log));
+            let gate = Gate::new(8, pipeline.clone());
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            Bench { _dir: dir, cfg, stats, pipeline, gate, listener, clients: Vec::new() }
+        }
+
+        /// A connection that has sent nothing yet (its header timeout runs).
+        fn session(&mut self) -> Session {
+            self.clients.push(TcpStream::connect(self.listener.local_addr().unwrap()).unwrap());
+            let (sock, peer) = self.listener.accept().unwrap();
+            Session::new(self.gate.admit(sock, peer), &self.pipeline)
+        }
+
+        fn timeouts(&self) -> u64 {
+            self.stats.total_named("timeouts")
+        }
+    }
+
+    #[test]
+    fn overdue_connections_are_swept_on_the_housekeeping_tick_and_idle_ones_at_shutdown() {
+        let mut b = Bench::new();
+        let flag = Arc::new(AtomicBool::new(false));
+        let stop = Stop::new(flag.clone(), &b.cfg);
+        let mut room = Room::new(false).unwrap();
+        let late = b.session();
+        let t = Instant::now(); // past its deadline 10 ms from now
+        room.housekeeping = Housekeeping::after(t);
+        room.park(late, &b.pipeline);
+        room.sweep_at(t + TICK / 2, &b.pipeline, &stop);
+        assert!(!room.is_empty(), "overdue, but housekeeping is not due yet");
+        assert_eq!(b.timeouts(), 0);
+        room.sweep_at(t + TICK, &b.pipeline, &stop);
+        assert!(room.is_empty(), "swept on the tick");
+        assert_eq!(b.timeouts(), 1, "closed as timed out");
+        // Shutdown: an idle connection goes on the next turn, tick or not.
+        let idle = b.session();
+        room.park(idle, &b.pipeline);
+        room.sweep_at(t + TICK + Duration::from_millis(1), &b.pipeline, &stop);
+        assert!(!room.is_empty(), "no tick, no shutdown: stays");
+        flag.store(true, Ordering::Relaxed);
+        room.sweep_at(t + TICK + Duration::from_millis(2), &b.pipeline, &stop);
+        assert!(room.is_empty(), "closed at shutdown before the next tick");
     }
 }

@@ -62,15 +62,22 @@ pub struct FileEntry {
 /// cannot be trusted — the kernel counts a page as cached from the moment its read starts, so
 /// a second response of the same file would find the pages "resident" and its `sendfile`
 /// would wait on the loop for the helper's read (DeBox saw ~90 ms such waits behind the IOPS
-/// cap, docs/BENCHMARKS.md E5 session 7). [`FileEntry::being_read`] tells the send path.
+/// cap, docs/BENCHMARKS.md E5 session 7). [`FileEntry::being_read`] tells the send path. The
+/// mark holds the file it marks, so a job that reads a file carries it only here.
 #[derive(Debug)]
 pub struct ReadInFlight(Arc<FileEntry>);
 
 impl ReadInFlight {
     /// A read of `file`'s pages begins (it ends when this is dropped).
-    pub fn start(file: &Arc<FileEntry>) -> ReadInFlight {
+    pub fn start(file: Arc<FileEntry>) -> ReadInFlight {
         file.reads.fetch_add(1, Ordering::AcqRel);
-        ReadInFlight(file.clone())
+        ReadInFlight(file)
+    }
+
+    /// The file being read.
+    #[inline]
+    pub fn file(&self) -> &Arc<FileEntry> {
+        &self.0
     }
 }
 

@@ -16,7 +16,6 @@ use amped_sys::pipe::PagePipe;
 use std::fs::File;
 use std::io;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A blocking operation.
@@ -33,10 +32,10 @@ pub enum Job {
         /// A fresh translation from the path cache, if there was one.
         known: Option<Translation>,
     },
-    /// Bring `len` bytes of `file` at `offset` into the page cache.
+    /// Bring `len` bytes of the file at `offset` into the page cache.
     ReadAhead {
-        /// The file.
-        file: Arc<FileEntry>,
+        /// The file, marked as being read until the job has run (dropped with it).
+        reading: ReadInFlight,
         /// Start of the range.
         offset: u64,
         /// Length of the range.
@@ -45,14 +44,12 @@ pub enum Job {
         since: Instant,
         /// Part of the body was sent already: a transfer under way, not a new request.
         continues: bool,
-        /// Marks the file as being read until the job has run (dropped with it).
-        reading: ReadInFlight,
     },
-    /// Move up to `len` bytes of `file` at `offset` into `pipe` (`--read-path pipe`): the
+    /// Move up to `len` bytes of the file at `offset` into `pipe` (`--read-path pipe`): the
     /// pipe then holds the pages until the event loop splices them into the socket.
     Fill {
-        /// The file.
-        file: Arc<FileEntry>,
+        /// The file, marked as being read until the job has run (dropped with it).
+        reading: ReadInFlight,
         /// Start of the range.
         offset: u64,
         /// Length of the range (at most the pipe's capacity is moved).
@@ -63,8 +60,6 @@ pub enum Job {
         since: Instant,
         /// Part of the body was sent already: a transfer under way, not a new request.
         continues: bool,
-        /// Marks the file as being read until the job has run (dropped with it).
-        reading: ReadInFlight,
     },
 }
 
@@ -161,14 +156,15 @@ impl Job {
                         .then(|| Box::new(JobTimes { ran_from, open: open_time })),
                 })
             }
-            Job::ReadAhead { file, offset, len, .. } => {
-                read_ahead(&file.file, offset, len);
+            Job::ReadAhead { reading, offset, len, .. } => {
+                read_ahead(&reading.file().file, offset, len);
                 JobDone::ReadAhead
             }
-            Job::Fill { file, offset, len, mut pipe, since, .. } => {
+            Job::Fill { reading, offset, len, mut pipe, since, .. } => {
+                let file = &reading.file().file;
                 let pieces = pieces_ahead(cfg.fill_ahead, cfg.fill_ahead_after, since.elapsed());
-                ask_ahead(&file.file, offset, len, pieces);
-                let moved = pipe.fill(&file.file, offset, len as usize);
+                ask_ahead(file, offset, len, pieces);
+                let moved = pipe.fill(file, offset, len as usize);
                 JobDone::Filled(pipe, moved)
             }
         }

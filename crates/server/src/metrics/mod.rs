@@ -134,6 +134,12 @@ pub fn render(stats: &Stats) -> String {
             stats.total_named("residency_misses"),
         ),
         (
+            "amped_being_read_waits_total",
+            "counter",
+            "Body ranges sent through a job, untested, because a job was reading the same file.",
+            stats.total_named("being_read_waits"),
+        ),
+        (
             "amped_helper_jobs_total",
             "counter",
             "Blocking jobs run by helper threads.",

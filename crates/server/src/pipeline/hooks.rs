@@ -91,6 +91,21 @@ impl Pipeline {
         self.caches.pages.note_miss(file.size);
     }
 
+    /// Whether the page policy takes memory to be tight now (a small file was found cold
+    /// within the last second).
+    #[cfg(test)]
+    pub(crate) fn under_memory_pressure(&self) -> bool {
+        self.caches.pages.under_pressure()
+    }
+
+    /// A chunk was sent through a job, untested, because a job was reading its file for
+    /// another response: counted apart from residency misses and not reported to the page
+    /// policy — the kernel may hold those pages already, so it is no sign of memory pressure.
+    #[inline]
+    pub fn chunk_being_read(&self) {
+        bump(self.stats.being_read_waits());
+    }
+
     /// Runs a job on the calling thread (it may block on the disk), counted as inline.
     #[inline]
     pub fn run_job_inline(&self, job: Job) -> JobDone {

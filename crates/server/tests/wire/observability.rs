@@ -7,7 +7,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 const STATS: &str = "/.amped/stats";
-const KEYS: [&str; 12] = [
+const KEYS: [&str; 13] = [
     "requests",
     "connections_accepted",
     "connections_open",
@@ -19,6 +19,7 @@ const KEYS: [&str; 12] = [
     "jobs_inline",
     "jobs_helper",
     "residency_misses",
+    "being_read_waits",
     "readahead_jobs",
 ];
 
