@@ -191,7 +191,12 @@ impl Room {
     /// [`Room::sweep`] at `now`.
     fn sweep_at(&mut self, now: Instant, pipeline: &Pipeline, stop: &Stop) {
         let draining = stop.draining();
-        if !self.housekeeping.due(now) && !draining {
+        let tick_due = self.housekeeping.due(now);
+        if tick_due {
+            // The page policy's timed yields ride on the same tick (the event loops' do too).
+            pipeline.tick(now);
+        }
+        if !tick_due && !draining {
             return;
         }
         let expired = stop.expired();

@@ -238,6 +238,7 @@ impl UringLoop {
             if life.sweep_due(now) {
                 self.finish_jobs(); // (a missed wake-up costs a tick at most)
                 self.sweep(now);
+                self.pipeline.tick(now);
             }
         }
     }
@@ -339,7 +340,7 @@ impl UringLoop {
                 c.phase = Phase::Parked;
                 let cold = !residency::is_resident(&file.file, offset, max as u64).unwrap_or(true);
                 if cold {
-                    self.pipeline.residency_missed();
+                    self.pipeline.chunk_not_resident(&file);
                     if !self.gate.try_start() {
                         // No buffer waits for the disk: behind a capped disk every connection
                         // may queue here, and 128 KiB each of memory they had touched put a
@@ -359,6 +360,9 @@ impl UringLoop {
             }
             (Next::Done, _) => {
                 self.pipeline.complete(&out.resp, out.body_sent());
+                if let Some(file) = out.sent_whole_file() {
+                    self.pipeline.sent_file(file);
+                }
                 let close = out.closes_after();
                 if let Some(buf) = out.into_buffer() {
                     self.recycle(buf);

@@ -71,6 +71,15 @@ impl Sending {
         self.plan.body_sent()
     }
 
+    /// The file whose body this response sent to its end, if it was a file response (the
+    /// page policy may let its pages go).
+    pub fn sent_whole_file(&self) -> Option<&Arc<crate::cache::FileEntry>> {
+        match &self.resp.body {
+            Body::File { file, len, .. } if self.plan.body_sent() == *len => Some(file),
+            _ => None,
+        }
+    }
+
     /// The next operation, taking the gather list or the chunk buffer out for the ring.
     /// `spare` supplies a read buffer when none is at hand.
     #[inline]
