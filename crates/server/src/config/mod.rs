@@ -113,6 +113,54 @@ pub enum DiskBound {
     Auto,
 }
 
+/// How many threads serve AMPED's metadata lane (`--metadata-helpers`; see
+/// `arch/metadata_lane.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetadataHelpers {
+    /// As many as `--helpers`, fixed.
+    AsHelpers,
+    /// This many, fixed.
+    Fixed(usize),
+    /// From `--helpers`, growing while jobs wait, up to `max` (`--metadata-helpers-max`).
+    Auto {
+        /// The most threads the lane may have.
+        max: usize,
+    },
+}
+
+/// Whether the metadata lane adapts when `--metadata-helpers` is not given. Not until the
+/// adaptive lane has been measured on every disk model: making `auto` the default is
+/// flipping this.
+const METADATA_LANE_ADAPTS_BY_DEFAULT: bool = false;
+
+impl MetadataHelpers {
+    /// Parses `--metadata-helpers` (`auto` or N) and `--metadata-helpers-max` against
+    /// `--helpers`.
+    fn resolve(
+        given: Option<&str>,
+        max: Option<usize>,
+        helpers: usize,
+    ) -> Result<MetadataHelpers, ConfigError> {
+        let out = match given {
+            None if max.is_none() && !METADATA_LANE_ADAPTS_BY_DEFAULT => MetadataHelpers::AsHelpers,
+            None | Some("auto") => MetadataHelpers::Auto { max: max.unwrap_or(4 * helpers) },
+            Some(s) => match s.parse::<usize>() {
+                Ok(n) if (1..=1024).contains(&n) && max.is_none() => MetadataHelpers::Fixed(n),
+                Ok(n) if (1..=1024).contains(&n) => {
+                    return err("--metadata-helpers-max needs --metadata-helpers auto");
+                }
+                _ => return err(format!("--metadata-helpers '{s}' is not auto or 1..=1024")),
+            },
+        };
+        match out {
+            MetadataHelpers::Auto { max } if max < helpers || max > 1024 => {
+                err(format!("--metadata-helpers-max {max} is not in --helpers ({helpers})..=1024"))
+            }
+            _ => Ok(out),
+        }
+    }
+}
+
 /// The order in which the read lane serves chunks of transfers under way (new requests and
 /// transfers under way are served in turn either way; see `arch/read_lane.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,6 +293,8 @@ pub struct Config {
     pub fill_ahead: u64,
     /// Cold reads at the disk at once (`--disk-concurrency`).
     pub disk_concurrency: DiskBound,
+    /// Threads of AMPED's metadata lane (`--metadata-helpers`, `--metadata-helpers-max`).
+    pub metadata_helpers: MetadataHelpers,
     /// Staleness bound of every cache: metadata older than this is revalidated.
     pub revalidate_after: Duration,
     /// The options a reload changes while serving (timeouts, body limit): read them through
@@ -525,6 +575,12 @@ impl Config {
                 _ => return err(format!("--disk-concurrency '{s}' is not auto or 1..=1024")),
             },
         };
+        let helpers = positive("helpers", a.helpers.unwrap_or(4))?;
+        let metadata_helpers = MetadataHelpers::resolve(
+            a.metadata_helpers.as_deref(),
+            a.metadata_helpers_max,
+            helpers,
+        )?;
         let run_as = match &a.user {
             None => None,
             Some(user) => {
@@ -577,7 +633,7 @@ impl Config {
             listen,
             server_header,
             arch,
-            helpers: positive("helpers", a.helpers.unwrap_or(4))?,
+            helpers,
             threads,
             queue: a.queue.unwrap_or(threads.saturating_mul(4)),
             processes: positive("processes", a.processes.unwrap_or(4))?,
@@ -610,6 +666,7 @@ impl Config {
             transfer_order,
             fill_ahead,
             disk_concurrency,
+            metadata_helpers,
             revalidate_after: Duration::from_secs(1),
             live: Arc::new(Live::new(
                 [
@@ -835,6 +892,28 @@ mod tests {
         assert_eq!(c.disk_concurrency, DiskBound::AsHelpers);
         let bound = |v: &str| parse(&[".", "--disk-concurrency", v]).unwrap().disk_concurrency;
         assert_eq!((bound("auto"), bound("3")), (DiskBound::Auto, DiskBound::Fixed(3)));
+        assert_eq!(c.metadata_helpers, MetadataHelpers::AsHelpers, "fixed until measured");
+        let lane = |v: &[&str]| {
+            let mut argv = vec!["."];
+            argv.extend_from_slice(v);
+            parse(&argv).unwrap().metadata_helpers
+        };
+        assert_eq!(lane(&["--metadata-helpers", "9"]), MetadataHelpers::Fixed(9));
+        assert_eq!(lane(&["--metadata-helpers", "auto"]), MetadataHelpers::Auto { max: 16 });
+        assert_eq!(
+            lane(&["--helpers", "2", "--metadata-helpers", "auto"]),
+            MetadataHelpers::Auto { max: 8 },
+            "the default maximum is 4 × --helpers"
+        );
+        assert_eq!(
+            lane(&["--metadata-helpers", "auto", "--metadata-helpers-max", "24"]),
+            MetadataHelpers::Auto { max: 24 }
+        );
+        assert_eq!(
+            lane(&["--metadata-helpers-max", "24"]),
+            MetadataHelpers::Auto { max: 24 },
+            "a maximum alone asks for auto"
+        );
         assert_eq!(c.fit_descriptors(1 << 20), None, "plenty of descriptors: unchanged");
         assert_eq!(c.fit_descriptors(20_000), Some(20_000 - 10_000 - 64));
         let mut c = parse(&[".", "--max-connections", "100", "--instances", "2"]).unwrap();
@@ -874,6 +953,16 @@ mod tests {
             (vec!["--fill-ahead", "8"], "--fill-ahead 8 is not in 0..=7"),
             (vec!["--disk-concurrency", "0"], "--disk-concurrency '0' is not auto or 1..=1024"),
             (vec!["--disk-concurrency", "many"], "--disk-concurrency 'many' is not auto"),
+            (vec!["--metadata-helpers", "0"], "--metadata-helpers '0' is not auto or 1..=1024"),
+            (vec!["--metadata-helpers", "auto:8"], "--metadata-helpers 'auto:8' is not auto"),
+            (
+                vec!["--metadata-helpers", "auto", "--metadata-helpers-max", "3"],
+                "--metadata-helpers-max 3 is not in --helpers (4)..=1024",
+            ),
+            (
+                vec!["--metadata-helpers", "6", "--metadata-helpers-max", "8"],
+                "--metadata-helpers-max needs --metadata-helpers auto",
+            ),
         ] {
             let e = parse(&argv).unwrap_err().to_string();
             assert!(e.contains(needle), "{argv:?}: {e}");
