@@ -186,7 +186,7 @@ impl<T: Send + 'static> MetadataLane<T> {
         });
         let lane = MetadataLane { jobs: Some(jobs), crew };
         for _ in 0..size.min {
-            lane.crew.add_thread(false)?;
+            lane.crew.add_thread()?;
         }
         Ok(lane)
     }
@@ -209,20 +209,21 @@ impl<T: Send + 'static> MetadataLane<T> {
 }
 
 impl<T: Send + 'static> Crew<T> {
-    /// Counts and starts one more thread (`grown`: beyond the first `min`).
-    fn add_thread(self: &Arc<Self>, grown: bool) -> std::io::Result<()> {
-        let n = lock(&self.state).reserve(grown);
-        self.spawn(n)
+    /// Counts and starts one of the first `min` threads.
+    fn add_thread(self: &Arc<Self>) -> std::io::Result<()> {
+        let n = lock(&self.state).reserve(false);
+        self.spawn(n, false)
     }
 
-    /// Starts the thread numbered `n`, already counted by [`CrewState::reserve`].
-    fn spawn(self: &Arc<Self>, n: usize) -> std::io::Result<()> {
+    /// Starts the thread numbered `n`, already counted by [`CrewState::reserve`] (`grown`:
+    /// by the growth rule).
+    fn spawn(self: &Arc<Self>, n: usize, grown: bool) -> std::io::Result<()> {
         (self.on_threads)(1);
         let crew = self.clone();
         let spawned =
             std::thread::Builder::new().name(format!("meta-helper-{n}")).spawn(move || {
                 crate::debox::set_role(crate::debox::Role::Helper);
-                crew.work();
+                crew.work(grown);
             });
         let mut st = lock(&self.state);
         match spawned {
@@ -233,7 +234,7 @@ impl<T: Send + 'static> Crew<T> {
             }
             Err(e) => {
                 st.threads -= 1;
-                st.starting = false;
+                st.starting &= !grown;
                 drop(st);
                 (self.on_threads)(-1);
                 Err(e)
@@ -243,8 +244,10 @@ impl<T: Send + 'static> Crew<T> {
 
     /// A lane thread: takes jobs in arrival order and runs them until the lane closes, the
     /// results have nowhere to go, or (beyond the minimum) it has idled long enough.
-    fn work(self: Arc<Self>) {
-        lock(&self.state).starting = false;
+    fn work(self: Arc<Self>, grown: bool) {
+        if grown {
+            lock(&self.state).starting = false;
+        }
         let adapts = self.size.adapts();
         loop {
             self.idle.fetch_add(1, Ordering::SeqCst);
@@ -294,7 +297,7 @@ impl<T: Send + 'static> Crew<T> {
             st.last_growth = Some(now);
             (seen, st.reserve(true))
         };
-        match self.spawn(n) {
+        match self.spawn(n, true) {
             Ok(()) => crate::errlog::debug!(
                 "metadata lane grew to {} threads ({waiting} jobs waiting, the oldest {:.1} ms)",
                 seen.threads + 1,
