@@ -107,3 +107,45 @@ impl Drop for HelperPool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::access_log::AccessLogger;
+    use crate::config::{Args, Config};
+    use crate::stats::Stats;
+
+    #[test]
+    fn dropping_the_pool_runs_every_queued_resolve_and_joins_every_metadata_helper() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..300 {
+            std::fs::write(dir.path().join(format!("f{i}.txt")), format!("file {i}")).unwrap();
+        }
+        let args = Args {
+            root: Some(dir.path().to_path_buf()),
+            helpers: Some(2),
+            metadata_helpers: Some("auto".into()),
+            metadata_helpers_max: Some(8),
+            ..Default::default()
+        };
+        let stats = Arc::new(Stats::default());
+        let cfg = Arc::new(Config::resolve(args).unwrap());
+        let pipeline = Arc::new(Pipeline::new(cfg, stats.clone(), AccessLogger::off()));
+        let mut pool = HelperPool::start(pipeline).unwrap();
+        assert_eq!(stats.total_named("metadata_helpers"), 2, "the lane starts at --helpers");
+        for i in 0..300 {
+            let job = Job::Resolve {
+                url_path: format!("/f{i}.txt"),
+                rel: format!("f{i}.txt").into(),
+                trailing_slash: false,
+                known: None,
+            };
+            assert!(pool.submit(i, job).is_none(), "handed to a helper");
+        }
+        drop(pool);
+        assert_eq!(stats.total_named("jobs_helper"), 300, "every queued resolve ran");
+        assert_eq!(stats.total_named("metadata_helpers"), 0, "every metadata helper left");
+        let peak = stats.total_named("metadata_helpers_peak");
+        assert!((2..=8).contains(&peak), "peak {peak}");
+    }
+}

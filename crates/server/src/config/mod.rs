@@ -141,22 +141,26 @@ impl MetadataHelpers {
         max: Option<usize>,
         helpers: usize,
     ) -> Result<MetadataHelpers, ConfigError> {
-        let out = match given {
-            None if max.is_none() && !METADATA_LANE_ADAPTS_BY_DEFAULT => MetadataHelpers::AsHelpers,
-            None | Some("auto") => MetadataHelpers::Auto { max: max.unwrap_or(4 * helpers) },
-            Some(s) => match s.parse::<usize>() {
-                Ok(n) if (1..=1024).contains(&n) && max.is_none() => MetadataHelpers::Fixed(n),
-                Ok(n) if (1..=1024).contains(&n) => {
-                    return err("--metadata-helpers-max needs --metadata-helpers auto");
-                }
-                _ => return err(format!("--metadata-helpers '{s}' is not auto or 1..=1024")),
-            },
-        };
-        match out {
-            MetadataHelpers::Auto { max } if max < helpers || max > 1024 => {
-                err(format!("--metadata-helpers-max {max} is not in --helpers ({helpers})..=1024"))
+        if let Some(m) = max
+            && !(helpers..=1024).contains(&m)
+        {
+            return err(format!(
+                "--metadata-helpers-max {m} is not in --helpers ({helpers})..=1024"
+            ));
+        }
+        let auto = MetadataHelpers::Auto { max: max.unwrap_or(helpers.saturating_mul(4)) };
+        match given {
+            None if max.is_none() && !METADATA_LANE_ADAPTS_BY_DEFAULT => {
+                Ok(MetadataHelpers::AsHelpers)
             }
-            _ => Ok(out),
+            None | Some("auto") => Ok(auto),
+            Some(s) => match s.parse::<usize>() {
+                Ok(n) if (1..=1024).contains(&n) && max.is_none() => Ok(MetadataHelpers::Fixed(n)),
+                Ok(n) if (1..=1024).contains(&n) => {
+                    err("--metadata-helpers-max needs --metadata-helpers auto")
+                }
+                _ => err(format!("--metadata-helpers '{s}' is not auto or 1..=1024")),
+            },
         }
     }
 }
@@ -892,6 +896,18 @@ mod tests {
         assert_eq!(c.disk_concurrency, DiskBound::AsHelpers);
         let bound = |v: &str| parse(&[".", "--disk-concurrency", v]).unwrap().disk_concurrency;
         assert_eq!((bound("auto"), bound("3")), (DiskBound::Auto, DiskBound::Fixed(3)));
+        assert_eq!(c.fit_descriptors(1 << 20), None, "plenty of descriptors: unchanged");
+        assert_eq!(c.fit_descriptors(20_000), Some(20_000 - 10_000 - 64));
+        let mut c = parse(&[".", "--max-connections", "100", "--instances", "2"]).unwrap();
+        assert_eq!(c.fit_descriptors(1024), Some((1024 - 100 - 64) / 2));
+        let mut c = parse(&["."]).unwrap();
+        assert_eq!(c.fit_descriptors(1024), Some(1024 - 512 - 64), "half kept for connections");
+        assert_eq!(c.fit_descriptors(10), Some(16), "never below a floor");
+    }
+
+    #[test]
+    fn the_metadata_lane_is_fixed_by_default_and_auto_grows_to_a_maximum() {
+        let c = parse(&["."]).unwrap();
         assert_eq!(c.metadata_helpers, MetadataHelpers::AsHelpers, "fixed until measured");
         let lane = |v: &[&str]| {
             let mut argv = vec!["."];
@@ -914,13 +930,11 @@ mod tests {
             MetadataHelpers::Auto { max: 24 },
             "a maximum alone asks for auto"
         );
-        assert_eq!(c.fit_descriptors(1 << 20), None, "plenty of descriptors: unchanged");
-        assert_eq!(c.fit_descriptors(20_000), Some(20_000 - 10_000 - 64));
-        let mut c = parse(&[".", "--max-connections", "100", "--instances", "2"]).unwrap();
-        assert_eq!(c.fit_descriptors(1024), Some((1024 - 100 - 64) / 2));
-        let mut c = parse(&["."]).unwrap();
-        assert_eq!(c.fit_descriptors(1024), Some(1024 - 512 - 64), "half kept for connections");
-        assert_eq!(c.fit_descriptors(10), Some(16), "never below a floor");
+        assert_eq!(
+            lane(&["--helpers", "600", "--metadata-helpers", "auto"]),
+            MetadataHelpers::Auto { max: 2400 },
+            "only a maximum given is held to 1024"
+        );
     }
 
     #[test]
