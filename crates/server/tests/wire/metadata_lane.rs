@@ -1,7 +1,8 @@
 //! AMPED's metadata lane over the wire: under `--metadata-helpers auto` many concurrent
 //! requests, each for a file the server has not resolved yet (a path-cache miss: a resolve
 //! job in the lane), are all answered byte-exact; the stats show the lane's threads, as the
-//! options set them, for every loop of `--instances`, and none for architectures without it.
+//! options set them, for every loop of `--instances` and for `uring` (whose full path
+//! translations use the lane), and none for architectures without it.
 //! (Growth itself is shown deterministically by the lane's unit tests with slow fake jobs.)
 
 use crate::common::*;
@@ -65,6 +66,15 @@ fn the_stats_count_every_loops_metadata_helpers_and_none_without_a_lane() {
     let st = stats(fixed.addr, STATS);
     assert_eq!(counter(&st, "metadata_helpers"), 6, "three per loop, two loops: {st}");
     assert_eq!(counter(&st, "metadata_helpers_peak"), 6, "{st}");
+    // uring's full path translations run on the same lane.
+    let uring = Server::start(
+        &["--arch", "uring"],
+        &["--metadata-helpers", "3", "--stats-path", STATS],
+        fill,
+    );
+    assert!(uring.get("/d3/f3.bin").body == body(3));
+    let st = stats(uring.addr, STATS);
+    assert_eq!(counter(&st, "metadata_helpers"), 3, "uring's lane: {st}");
     for arch in ["sped", "staged"] {
         let s = Server::start(
             &["--arch", arch],
