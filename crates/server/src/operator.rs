@@ -250,6 +250,7 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         fill_ahead => "--fill-ahead",
         fill_ahead_after => "--fill-ahead-after",
         disk_concurrency => "--disk-concurrency",
+        metadata_helpers => "--metadata-helpers/--metadata-helpers-max",
         max_connections => "--max-connections",
         stages => "--stage-queue/--stage-threads-max/--stage-batch-max",
         limits => "--max-head-bytes/--max-uri-bytes",

@@ -82,6 +82,11 @@ counters! {
     queue_overflows,
     /// Requests answered 429 by `--max-connections-per-ip` or `--rate-limit-per-ip`.
     client_limit_refusals,
+    /// Threads serving AMPED's metadata lanes now (every loop's; `uring`'s path
+    /// translations too): `--helpers` per loop, more while `--metadata-helpers auto` grows.
+    metadata_helpers,
+    /// Most `metadata_helpers` seen at once.
+    metadata_helpers_peak,
 }
 
 /// Where counters live: in this process, or in memory shared between processes.

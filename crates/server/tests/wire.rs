@@ -83,6 +83,8 @@ mod limits_timeouts;
 mod listeners;
 #[path = "wire/memory_bounds.rs"]
 mod memory_bounds;
+#[path = "wire/metadata_lane.rs"]
+mod metadata_lane;
 #[path = "wire/metrics.rs"]
 mod metrics;
 #[path = "wire/observability.rs"]

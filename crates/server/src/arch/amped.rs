@@ -11,87 +11,70 @@
 //! revalidation is not stuck behind a cold file's read. Metadata jobs are served in arrival
 //! order; data jobs from [`super::read_lane`], which serves new requests and transfers under
 //! way in turn, so a large transfer is not re-queued behind every newer request for each of
-//! its chunks, nor can long transfers hold every helper from new requests.
+//! its chunks, nor can long transfers hold every helper from new requests. The metadata lane
+//! has `--helpers` threads, or with `--metadata-helpers auto` grows while its jobs wait (a
+//! cold start, when every request needs a resolve) and shrinks when idle
+//! ([`super::metadata_lane`]).
 
 use super::disk_concurrency::DiskConcurrency;
 use super::job_results::JobResults;
 use super::job_results::JobRunner;
+use super::metadata_lane::{LaneSize, MetadataLane, RETIRE_AFTER};
 use super::read_lane::ReadLane;
 use crate::pipeline::{Job, JobDone, Pipeline};
-use crossbeam_channel::{Receiver, Sender, unbounded};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// The helper threads serving one event loop: metadata helpers and read helpers.
 pub struct HelperPool {
-    metadata: Option<Sender<(u64, Job)>>,
+    metadata: Option<MetadataLane<(u64, Job)>>,
     data: Arc<ReadLane>,
     results: JobResults,
-    threads: Vec<JoinHandle<()>>,
+    readers: Vec<JoinHandle<()>>,
 }
 
 impl HelperPool {
-    /// Starts `--helpers` metadata helpers and the read helpers running jobs of `pipeline`:
-    /// as many as the read lane's disk-concurrency bound may reach (`--helpers` when it is
-    /// fixed there).
+    /// Starts the metadata lane (`--helpers` threads, or as `--metadata-helpers` says; see
+    /// [`super::metadata_lane`]) and the read helpers running jobs of `pipeline`: as many as
+    /// the read lane's disk-concurrency bound may reach (`--helpers` when it is fixed there).
     pub fn start(pipeline: Arc<Pipeline>) -> std::io::Result<Self> {
         let (results, reporter) = JobResults::new()?;
-        let (meta_tx, meta_rx) = unbounded::<(u64, Job)>();
         let cfg = pipeline.config();
-        let n = cfg.helpers;
         let data = Arc::new(ReadLane::new(cfg.transfer_order, DiskConcurrency::configured(cfg)));
-        let readers = data.max_helpers();
-        let mut threads = Vec::with_capacity(n + readers);
-        for (name, take, count) in [
-            ("meta-helper", Lane::Fifo(meta_rx), n),
-            ("read-helper", Lane::Oldest(data.clone()), readers),
-        ] {
-            for i in 0..count {
-                let (reporter, pipeline, take) = (reporter.clone(), pipeline.clone(), take.clone());
-                let t =
-                    std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
-                        crate::debox::set_role(crate::debox::Role::Helper);
-                        while let Some((token, job)) = take.next() {
-                            crate::metrics::helper_queue(-1);
-                            let bytes = job.disk_bytes();
-                            let ran = reporter.run(&pipeline, token, job);
-                            take.finished(bytes);
-                            if !ran {
-                                break;
-                            }
-                            reporter.wake();
+        let (meta_reporter, meta_pipeline, gauge) =
+            (reporter.clone(), pipeline.clone(), pipeline.clone());
+        let metadata = MetadataLane::start(
+            LaneSize::configured(cfg),
+            RETIRE_AFTER,
+            move |(token, job)| {
+                crate::metrics::helper_queue(-1);
+                let ran = meta_reporter.run(&meta_pipeline, token, job);
+                if ran {
+                    meta_reporter.wake();
+                }
+                ran
+            },
+            move |change| gauge.metadata_helpers_changed(change),
+        )?;
+        let readers = (0..data.max_helpers())
+            .map(|i| {
+                let (reporter, pipeline, lane) = (reporter.clone(), pipeline.clone(), data.clone());
+                std::thread::Builder::new().name(format!("read-helper-{i}")).spawn(move || {
+                    crate::debox::set_role(crate::debox::Role::Helper);
+                    while let Some((token, job)) = lane.pop() {
+                        crate::metrics::helper_queue(-1);
+                        let bytes = job.disk_bytes();
+                        let ran = reporter.run(&pipeline, token, job);
+                        lane.finished(bytes);
+                        if !ran {
+                            break;
                         }
-                    })?;
-                threads.push(t);
-            }
-        }
-        Ok(HelperPool { metadata: Some(meta_tx), data, results, threads })
-    }
-}
-
-/// Where a helper takes its next job from.
-#[derive(Clone)]
-enum Lane {
-    /// The metadata lane, in arrival order.
-    Fifo(Receiver<(u64, Job)>),
-    /// The read lane: new requests and transfers under way in turn.
-    Oldest(Arc<ReadLane>),
-}
-
-impl Lane {
-    /// The next job, waiting for one; `None` once the pool is being dropped.
-    fn next(&self) -> Option<(u64, Job)> {
-        match self {
-            Lane::Fifo(rx) => rx.recv().ok(),
-            Lane::Oldest(lane) => lane.pop(),
-        }
-    }
-
-    /// The job taken last has run, having moved `bytes` from the disk.
-    fn finished(&self, bytes: u64) {
-        if let Lane::Oldest(lane) = self {
-            lane.finished(bytes);
-        }
+                        reporter.wake();
+                    }
+                })
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(HelperPool { metadata: Some(metadata), data, results, readers })
     }
 }
 
@@ -100,8 +83,8 @@ impl JobRunner for HelperPool {
         crate::metrics::helper_queue(1);
         match job {
             Job::Resolve { .. } => {
-                let tx = self.metadata.as_ref().expect("helpers run until the pool is dropped");
-                tx.send((token, job)).expect("helpers outlive the pool's sender");
+                let lane = self.metadata.as_ref().expect("helpers run until the pool is dropped");
+                lane.push((token, job));
             }
             Job::ReadAhead { .. } | Job::Fill { .. } => self.data.push(token, job),
         }
@@ -115,11 +98,54 @@ impl JobRunner for HelperPool {
 
 impl Drop for HelperPool {
     fn drop(&mut self) {
-        // Helpers see their queue close and exit after their current job.
+        // Metadata helpers run what is queued and exit (every one joined, those the lane
+        // added too); read helpers exit after their current job.
         self.metadata.take();
         self.data.close();
-        for t in self.threads.drain(..) {
+        for t in self.readers.drain(..) {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::access_log::AccessLogger;
+    use crate::config::{Args, Config};
+    use crate::stats::Stats;
+
+    #[test]
+    fn dropping_the_pool_runs_every_queued_resolve_and_joins_every_metadata_helper() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..300 {
+            std::fs::write(dir.path().join(format!("f{i}.txt")), format!("file {i}")).unwrap();
+        }
+        let args = Args {
+            root: Some(dir.path().to_path_buf()),
+            helpers: Some(2),
+            metadata_helpers: Some("auto".into()),
+            metadata_helpers_max: Some(8),
+            ..Default::default()
+        };
+        let stats = Arc::new(Stats::default());
+        let cfg = Arc::new(Config::resolve(args).unwrap());
+        let pipeline = Arc::new(Pipeline::new(cfg, stats.clone(), AccessLogger::off()));
+        let mut pool = HelperPool::start(pipeline).unwrap();
+        assert_eq!(stats.total_named("metadata_helpers"), 2, "the lane starts at --helpers");
+        for i in 0..300 {
+            let job = Job::Resolve {
+                url_path: format!("/f{i}.txt"),
+                rel: format!("f{i}.txt").into(),
+                trailing_slash: false,
+                known: None,
+            };
+            assert!(pool.submit(i, job).is_none(), "handed to a helper");
+        }
+        drop(pool);
+        assert_eq!(stats.total_named("jobs_helper"), 300, "every queued resolve ran");
+        assert_eq!(stats.total_named("metadata_helpers"), 0, "every metadata helper left");
+        let peak = stats.total_named("metadata_helpers_peak");
+        assert!((2..=8).contains(&peak), "peak {peak}");
     }
 }

@@ -11,6 +11,7 @@ pub mod disk_concurrency;
 pub mod event_loop;
 pub mod job_results;
 pub mod lifecycle;
+pub mod metadata_lane;
 pub mod mp;
 pub mod mt;
 pub mod pool;

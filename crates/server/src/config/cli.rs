@@ -94,9 +94,18 @@ pub struct Args {
     pub fill_ahead_after: Option<u64>,
     /// Cold reads at the disk at once: `auto` adapts between 1 and 4 × --helpers to the
     /// throughput the disk shows (one for a disk that serves one read at a time, many for one
-    /// that serves many), or a fixed number [default: auto].
+    /// that serves many), or a fixed number [default: --helpers].
     #[arg(long, value_name = "auto|N")]
     pub disk_concurrency: Option<String>,
+    /// AMPED's metadata lane (translate, open, stat, small bodies): `N` threads, or `auto`,
+    /// which starts at --helpers and adds a thread while jobs wait in it, up to
+    /// --metadata-helpers-max; threads added that sit idle for 3 s leave [default: --helpers].
+    #[arg(long, value_name = "auto|N")]
+    pub metadata_helpers: Option<String>,
+    /// With `--metadata-helpers auto`: the most threads the metadata lane may grow to
+    /// [default: 4 × --helpers].
+    #[arg(long, value_name = "N")]
+    pub metadata_helpers_max: Option<usize>,
     /// Pathname-cache capacity in entries [default: 32768].
     #[arg(long, value_name = "N")]
     pub path_cache_entries: Option<usize>,
@@ -317,6 +326,8 @@ impl Args {
             fill_ahead,
             fill_ahead_after,
             disk_concurrency,
+            metadata_helpers,
+            metadata_helpers_max,
             header_timeout,
             keepalive_timeout,
             send_timeout,

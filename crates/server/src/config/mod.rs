@@ -113,6 +113,58 @@ pub enum DiskBound {
     Auto,
 }
 
+/// How many threads serve AMPED's metadata lane (`--metadata-helpers`; see
+/// `arch/metadata_lane.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetadataHelpers {
+    /// As many as `--helpers`, fixed.
+    AsHelpers,
+    /// This many, fixed.
+    Fixed(usize),
+    /// From `--helpers`, growing while jobs wait, up to `max` (`--metadata-helpers-max`).
+    Auto {
+        /// The most threads the lane may have.
+        max: usize,
+    },
+}
+
+/// Whether the metadata lane adapts when `--metadata-helpers` is not given. Not until the
+/// adaptive lane has been measured on every disk model: making `auto` the default is
+/// flipping this.
+const METADATA_LANE_ADAPTS_BY_DEFAULT: bool = false;
+
+impl MetadataHelpers {
+    /// Parses `--metadata-helpers` (`auto` or N) and `--metadata-helpers-max` against
+    /// `--helpers`.
+    fn resolve(
+        given: Option<&str>,
+        max: Option<usize>,
+        helpers: usize,
+    ) -> Result<MetadataHelpers, ConfigError> {
+        if let Some(m) = max
+            && !(helpers..=1024).contains(&m)
+        {
+            return err(format!(
+                "--metadata-helpers-max {m} is not in --helpers ({helpers})..=1024"
+            ));
+        }
+        let auto = MetadataHelpers::Auto { max: max.unwrap_or(helpers.saturating_mul(4)) };
+        match given {
+            None if max.is_none() && !METADATA_LANE_ADAPTS_BY_DEFAULT => {
+                Ok(MetadataHelpers::AsHelpers)
+            }
+            None | Some("auto") => Ok(auto),
+            Some(s) => match s.parse::<usize>() {
+                Ok(n) if (1..=1024).contains(&n) && max.is_none() => Ok(MetadataHelpers::Fixed(n)),
+                Ok(n) if (1..=1024).contains(&n) => {
+                    err("--metadata-helpers-max needs --metadata-helpers auto")
+                }
+                _ => err(format!("--metadata-helpers '{s}' is not auto or 1..=1024")),
+            },
+        }
+    }
+}
+
 /// The order in which the read lane serves chunks of transfers under way (new requests and
 /// transfers under way are served in turn either way; see `arch/read_lane.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,6 +299,8 @@ pub struct Config {
     pub fill_ahead_after: Duration,
     /// Cold reads at the disk at once (`--disk-concurrency`).
     pub disk_concurrency: DiskBound,
+    /// Threads of AMPED's metadata lane (`--metadata-helpers`, `--metadata-helpers-max`).
+    pub metadata_helpers: MetadataHelpers,
     /// Staleness bound of every cache: metadata older than this is revalidated.
     pub revalidate_after: Duration,
     /// The options a reload changes while serving (timeouts, body limit): read them through
@@ -533,6 +587,12 @@ impl Config {
                 _ => return err(format!("--disk-concurrency '{s}' is not auto or 1..=1024")),
             },
         };
+        let helpers = positive("helpers", a.helpers.unwrap_or(4))?;
+        let metadata_helpers = MetadataHelpers::resolve(
+            a.metadata_helpers.as_deref(),
+            a.metadata_helpers_max,
+            helpers,
+        )?;
         let run_as = match &a.user {
             None => None,
             Some(user) => {
@@ -585,7 +645,7 @@ impl Config {
             listen,
             server_header,
             arch,
-            helpers: positive("helpers", a.helpers.unwrap_or(4))?,
+            helpers,
             threads,
             queue: a.queue.unwrap_or(threads.saturating_mul(4)),
             processes: positive("processes", a.processes.unwrap_or(4))?,
@@ -619,6 +679,7 @@ impl Config {
             fill_ahead,
             fill_ahead_after,
             disk_concurrency,
+            metadata_helpers,
             revalidate_after: Duration::from_secs(1),
             live: Arc::new(Live::new(
                 [
@@ -854,6 +915,38 @@ mod tests {
     }
 
     #[test]
+    fn the_metadata_lane_is_fixed_by_default_and_auto_grows_to_a_maximum() {
+        let c = parse(&["."]).unwrap();
+        assert_eq!(c.metadata_helpers, MetadataHelpers::AsHelpers, "fixed until measured");
+        let lane = |v: &[&str]| {
+            let mut argv = vec!["."];
+            argv.extend_from_slice(v);
+            parse(&argv).unwrap().metadata_helpers
+        };
+        assert_eq!(lane(&["--metadata-helpers", "9"]), MetadataHelpers::Fixed(9));
+        assert_eq!(lane(&["--metadata-helpers", "auto"]), MetadataHelpers::Auto { max: 16 });
+        assert_eq!(
+            lane(&["--helpers", "2", "--metadata-helpers", "auto"]),
+            MetadataHelpers::Auto { max: 8 },
+            "the default maximum is 4 × --helpers"
+        );
+        assert_eq!(
+            lane(&["--metadata-helpers", "auto", "--metadata-helpers-max", "24"]),
+            MetadataHelpers::Auto { max: 24 }
+        );
+        assert_eq!(
+            lane(&["--metadata-helpers-max", "24"]),
+            MetadataHelpers::Auto { max: 24 },
+            "a maximum alone asks for auto"
+        );
+        assert_eq!(
+            lane(&["--helpers", "600", "--metadata-helpers", "auto"]),
+            MetadataHelpers::Auto { max: 2400 },
+            "only a maximum given is held to 1024"
+        );
+    }
+
+    #[test]
     fn bad_values_give_one_line_errors() {
         for (argv, needle) in [
             (vec!["--arch", "fork"], "unknown --arch"),
@@ -884,6 +977,16 @@ mod tests {
             (vec!["--fill-ahead-after", "3600001"], "--fill-ahead-after 3600001 is not in"),
             (vec!["--disk-concurrency", "0"], "--disk-concurrency '0' is not auto or 1..=1024"),
             (vec!["--disk-concurrency", "many"], "--disk-concurrency 'many' is not auto"),
+            (vec!["--metadata-helpers", "0"], "--metadata-helpers '0' is not auto or 1..=1024"),
+            (vec!["--metadata-helpers", "auto:8"], "--metadata-helpers 'auto:8' is not auto"),
+            (
+                vec!["--metadata-helpers", "auto", "--metadata-helpers-max", "3"],
+                "--metadata-helpers-max 3 is not in --helpers (4)..=1024",
+            ),
+            (
+                vec!["--metadata-helpers", "6", "--metadata-helpers-max", "8"],
+                "--metadata-helpers-max needs --metadata-helpers auto",
+            ),
         ] {
             let e = parse(&argv).unwrap_err().to_string();
             assert!(e.contains(needle), "{argv:?}: {e}");

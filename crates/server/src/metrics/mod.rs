@@ -1,9 +1,10 @@
 //! Prometheus text metrics (`--metrics-path`): the request-latency histogram, one histogram
 //! per request step (from the requests' timelines, [`crate::timeline`]), the helper queue
 //! depth, and the server's counters and gauges — residency misses, loop stalls (with
-//! `--debox`), open connections, body bytes sent — plus the process's disk reads as the
-//! kernel counts them (`/proc/self/io`). Under `mp`, a scrape is answered by one worker: the
-//! counters are summed over every worker (the shared stats), the rest describes that worker.
+//! `--debox`), open connections, metadata helper threads (now and at most), body bytes sent —
+//! plus the process's disk reads as the kernel counts them (`/proc/self/io`). Under `mp`, a
+//! scrape is answered by one worker: the counters are summed over every worker (the shared
+//! stats), the rest describes that worker.
 
 pub mod histogram;
 
@@ -150,6 +151,18 @@ pub fn render(stats: &Stats) -> String {
             "counter",
             "Blocking jobs run on the serving thread itself.",
             stats.total_named("jobs_inline"),
+        ),
+        (
+            "amped_metadata_helpers",
+            "gauge",
+            "Threads serving AMPED's metadata lanes now (grows under --metadata-helpers auto).",
+            stats.total_named("metadata_helpers"),
+        ),
+        (
+            "amped_metadata_helpers_peak",
+            "gauge",
+            "Most threads AMPED's metadata lanes have had at once.",
+            stats.total_named("metadata_helpers_peak"),
         ),
         (
             "amped_body_bytes_sent_total",

@@ -119,6 +119,18 @@ impl Pipeline {
         bump(self.stats.jobs_helper());
     }
 
+    /// A metadata helper thread joined (`change` 1) or left (-1) an AMPED metadata lane: the
+    /// `metadata_helpers` gauge (all loops' lanes) and its peak follow.
+    pub fn metadata_helpers_changed(&self, change: i64) {
+        let now = self.stats.metadata_helpers();
+        if change >= 0 {
+            let n = now.fetch_add(change as u64, Ordering::Relaxed) + change as u64;
+            self.stats.metadata_helpers_peak().fetch_max(n, Ordering::Relaxed);
+        } else {
+            now.fetch_sub(change.unsigned_abs(), Ordering::Relaxed);
+        }
+    }
+
     /// A stage of the staged architecture starts: its gauges go into the stats endpoint.
     pub fn stage_started(&self, gauges: Arc<StageGauges>) {
         self.stats.register_stage(gauges);

@@ -99,6 +99,19 @@ fn bad_values_fail() {
     expect_cli_error(&["--listen", "127.0.0.1:0", "--arch", "nope", "."], "nope");
     expect_cli_error(&["--listen", "127.0.0.1:0", "--header-timeout", "soon", "."], "soon");
     expect_cli_error(&["--listen", "127.0.0.1:0", "--max-connections", "-3", "."], "-3");
+    for (value, mention) in [
+        (&["--metadata-helpers", "auto:8"][..], "--metadata-helpers 'auto:8'"),
+        (&["--metadata-helpers", "0"][..], "--metadata-helpers '0'"),
+        (
+            &["--metadata-helpers", "auto", "--metadata-helpers-max", "2"][..],
+            "--metadata-helpers-max 2",
+        ),
+    ] {
+        let mut argv = vec!["--listen", "127.0.0.1:0"];
+        argv.extend_from_slice(value);
+        argv.push(".");
+        expect_cli_error(&argv, mention);
+    }
 }
 
 #[test]

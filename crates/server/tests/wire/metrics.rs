@@ -99,7 +99,15 @@ arch_tests! {
         assert!(value(&samples, "amped_requests_total") >= 3.0);
         assert!(value(&samples, "amped_body_bytes_sent_total") >= 12.0);
         assert!(value(&samples, "amped_connections_open") >= 1.0);
-        for name in ["amped_residency_misses_total", "amped_being_read_waits_total", "amped_loop_stalls_total", "amped_helper_queue_depth", "amped_disk_read_bytes_total"] {
+        for name in [
+            "amped_residency_misses_total",
+            "amped_being_read_waits_total",
+            "amped_loop_stalls_total",
+            "amped_helper_queue_depth",
+            "amped_metadata_helpers",
+            "amped_metadata_helpers_peak",
+            "amped_disk_read_bytes_total",
+        ] {
             assert!(value(&samples, name) >= 0.0, "{name}");
         }
     }
