@@ -139,6 +139,7 @@ fn disk_bound_quick() {
         assert!(summary.contains(&format!("## Disk model {model}")), "{summary}");
     }
     assert!(summary.contains("Latency over time from a cold start"), "{summary}");
+    assert!(summary.contains("| disk reads, all windows |"), "{summary}");
     assert!(summary.contains("one ampload run whose consecutive 0.5 s windows"), "{summary}");
     assert!(summary.contains("at every rate") || summary.contains("stops holding at"), "{summary}");
     if models.contains("hdd") {
