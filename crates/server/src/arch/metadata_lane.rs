@@ -15,8 +15,14 @@
 //! the job just taken (the oldest that was waiting: the lane is FIFO) waited at least
 //! [`GROW_AFTER`], more jobs wait than there are idle helpers to take them, no thread added
 //! earlier is still starting, the last one was added at least [`GROW_SPACING`] ago, and the
-//! lane is below its maximum. So the lane grows one thread at a time, only while the queue
-//! really delays requests (a burst of cached resolves that drains in microseconds adds none).
+//! lane is below its maximum — and the lane's jobs have been running for less than
+//! [`SLOW_SERVICE`] on average. So the lane grows one thread at a time, only while the queue
+//! really delays requests (a burst of cached resolves that drains in microseconds adds none)
+//! and only while each resolve is quick: resolves that take milliseconds each are waiting for
+//! a disk that serves one read at a time (an HDD's arm, a volume at its IOPS cap), where more
+//! threads only move the queue into the disk and take its time from the read lane's
+//! transfers — measured on the emulated one-arm disk, an unconditional `auto` made amped's p95
+//! 6–13 % worse at 79–88 % busy (docs/BENCHMARKS.md §3b, session 8).
 //! A thread beyond the minimum that finds no job for [`RETIRE_AFTER`] exits.
 //!
 //! A limit of the rule: growth needs a helper to take a job, so if every helper is stuck in
@@ -28,7 +34,7 @@
 
 use crate::cache::lock;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -39,6 +45,9 @@ pub const GROW_AFTER: Duration = Duration::from_millis(2);
 pub const GROW_SPACING: Duration = Duration::from_millis(1);
 /// A thread beyond the minimum that has had no job for this long exits.
 pub const RETIRE_AFTER: Duration = Duration::from_secs(3);
+/// While jobs take this long to run (a moving average), the lane does not grow: the disk
+/// behind it, not the lane, is what they wait for.
+pub const SLOW_SERVICE: Duration = Duration::from_millis(4);
 
 /// How many threads serve the lane: `min` always, up to `max` while jobs wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +56,8 @@ pub struct LaneSize {
     pub min: usize,
     /// Threads it may grow to (`min` when fixed).
     pub max: usize,
+    /// Jobs running this long on average stop growth ([`SLOW_SERVICE`] in the server).
+    pub slow_service: Duration,
 }
 
 /// What a helper sees as it takes a job: the input of the growth rule.
@@ -62,6 +73,8 @@ pub struct Seen {
     pub waited: Duration,
     /// A thread added earlier has not started taking jobs yet.
     pub starting: bool,
+    /// How long the lane's jobs have been taking to run (a moving average).
+    pub service: Duration,
     /// Time since the last thread was added (`None`: never).
     pub since_growth: Option<Duration>,
 }
@@ -70,13 +83,18 @@ impl LaneSize {
     /// A lane of `n` threads (at least one), never more or fewer.
     pub fn fixed(n: usize) -> LaneSize {
         let n = n.max(1);
-        LaneSize { min: n, max: n }
+        LaneSize { min: n, max: n, slow_service: SLOW_SERVICE }
     }
 
     /// A lane of `min` threads (at least one) growing up to `max` while jobs wait.
     pub fn adaptive(min: usize, max: usize) -> LaneSize {
         let min = min.max(1);
-        LaneSize { min, max: max.max(min) }
+        LaneSize { min, max: max.max(min), slow_service: SLOW_SERVICE }
+    }
+
+    /// The same lane with another service time that stops growth.
+    pub fn with_slow_service(self, slow_service: Duration) -> LaneSize {
+        LaneSize { slow_service, ..self }
     }
 
     /// The lane `cfg` asks for: `--helpers` threads by default, `--metadata-helpers N`, or
@@ -102,6 +120,7 @@ impl LaneSize {
             && seen.waiting > seen.idle
             && seen.waited >= GROW_AFTER
             && seen.since_growth.is_none_or(|d| d >= GROW_SPACING)
+            && seen.service < self.slow_service
     }
 
     /// Whether an idle thread may leave a lane of `threads` threads.
@@ -137,6 +156,8 @@ struct Crew<T> {
     on_threads: OnThreads,
     /// Threads waiting for a job now.
     idle: AtomicUsize,
+    /// How long jobs take to run, ns: a moving average over the last few (0: none yet).
+    service_ns: AtomicU64,
     state: Mutex<CrewState>,
 }
 
@@ -182,6 +203,7 @@ impl<T: Send + 'static> MetadataLane<T> {
             run: Box::new(run),
             on_threads: Box::new(on_threads),
             idle: AtomicUsize::new(0),
+            service_ns: AtomicU64::new(0),
             state: Mutex::new(CrewState::default()),
         });
         let lane = MetadataLane { jobs: Some(jobs), crew };
@@ -266,12 +288,25 @@ impl<T: Send + 'static> Crew<T> {
             if adapts {
                 self.grow_if_waiting(queued.at);
             }
+            let started = Instant::now();
             if !(self.run)(queued.job) {
                 break;
+            }
+            if adapts {
+                self.ran_for(started.elapsed());
             }
         }
         lock(&self.state).threads -= 1;
         (self.on_threads)(-1);
+    }
+
+    /// Folds a job's run time into the moving average (one eighth per job; concurrent updates
+    /// may lose one, which an average can afford).
+    fn ran_for(&self, took: Duration) {
+        let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let old = self.service_ns.load(Ordering::Relaxed);
+        let new = if old == 0 { took } else { old - old / 8 + took / 8 };
+        self.service_ns.store(new.max(1), Ordering::Relaxed);
     }
 
     /// Applies the growth rule for a job queued at `at` that this thread has just taken.
@@ -289,6 +324,7 @@ impl<T: Send + 'static> Crew<T> {
                 waiting,
                 waited: now.saturating_duration_since(at),
                 starting: st.starting,
+                service: Duration::from_nanos(self.service_ns.load(Ordering::Relaxed)),
                 since_growth: st.last_growth.map(|t| now.saturating_duration_since(t)),
             };
             if !self.size.should_grow(&seen) {
@@ -349,6 +385,7 @@ mod tests {
             waiting,
             waited: Duration::from_millis(waited_ms),
             starting: false,
+            service: Duration::from_millis(1),
             since_growth: None,
         }
     }
@@ -360,6 +397,7 @@ mod tests {
         let starting = Seen { starting: true, ..seen(4, 0, 50, 10) };
         let just_grew = Seen { since_growth: Some(ms(0)), ..seen(5, 0, 50, 10) };
         let grew_before = Seen { since_growth: Some(GROW_SPACING), ..seen(5, 0, 50, 10) };
+        let slow_disk = Seen { service: SLOW_SERVICE, ..seen(4, 0, 50, 100) };
         for (case, s, grows) in [
             ("a backlog that has waited", seen(4, 0, 50, 10), true),
             ("one job waiting, no idle helper", seen(4, 0, 1, 2), true),
@@ -370,6 +408,7 @@ mod tests {
             ("the thread added last has not started", starting, false),
             ("a thread was added a moment ago", just_grew, false),
             ("the last thread was added a spacing ago", grew_before, true),
+            ("resolves are slow: the disk is the bottleneck", slow_disk, false),
         ] {
             assert_eq!(lane.should_grow(&s), grows, "{case}: {s:?}");
         }
@@ -422,9 +461,10 @@ mod tests {
 
     #[test]
     fn slow_jobs_grow_the_lane_to_its_maximum_and_idle_threads_leave() {
-        // Each job takes 20 ms, ten times GROW_AFTER: every job after the first has waited.
-        let (lane, ran, gauge) =
-            sleepy_lane(LaneSize::adaptive(1, 4), Duration::from_millis(50), 20);
+        // Each job takes 20 ms, ten times GROW_AFTER: every job after the first has waited
+        // (and the lane is told that 20 ms a job is not a slow disk).
+        let size = LaneSize::adaptive(1, 4).with_slow_service(Duration::from_secs(1));
+        let (lane, ran, gauge) = sleepy_lane(size, Duration::from_millis(50), 20);
         assert_eq!((lane.threads(), gauge.load(Ordering::SeqCst)), (1, 1));
         for job in 0..40 {
             lane.push(job);
@@ -434,6 +474,20 @@ mod tests {
         eventually("the added threads retire", || lane.threads() == 1);
         assert_eq!(gauge.load(Ordering::SeqCst), 1, "the gauge followed");
         assert_eq!(lane.peak(), 4);
+    }
+
+    #[test]
+    fn jobs_slower_than_the_slow_service_time_do_not_grow_the_lane() {
+        // 20 ms a job is a disk serving one read at a time: more threads would only queue
+        // there. (The first job's time is not known when the second is taken, so at most
+        // one thread may be added before the average says so.)
+        let (lane, ran, _gauge) =
+            sleepy_lane(LaneSize::adaptive(1, 4), Duration::from_millis(50), 20);
+        for job in 0..20 {
+            lane.push(job);
+        }
+        eventually("all 20 jobs run", || ran.load(Ordering::SeqCst) == 20);
+        assert!(lane.peak() <= 2, "grew to {} behind a slow disk", lane.peak());
     }
 
     #[test]
@@ -448,7 +502,8 @@ mod tests {
 
     #[test]
     fn dropping_a_grown_lane_runs_every_queued_job_and_joins_every_thread() {
-        let (lane, ran, gauge) = sleepy_lane(LaneSize::adaptive(1, 6), RETIRE_AFTER, 10);
+        let size = LaneSize::adaptive(1, 6).with_slow_service(Duration::from_secs(1));
+        let (lane, ran, gauge) = sleepy_lane(size, RETIRE_AFTER, 10);
         for job in 0..30 {
             lane.push(job);
         }
