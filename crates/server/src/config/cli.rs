@@ -99,7 +99,8 @@ pub struct Args {
     pub disk_concurrency: Option<String>,
     /// AMPED's metadata lane (translate, open, stat, small bodies): `N` threads, or `auto`,
     /// which starts at --helpers and adds a thread while jobs wait in it, up to
-    /// --metadata-helpers-max; threads added that sit idle for 3 s leave [default: --helpers].
+    /// --metadata-helpers-max while its resolves are quick (under 4 ms on average); threads
+    /// added that sit idle for 3 s leave [default: auto].
     #[arg(long, value_name = "auto|N")]
     pub metadata_helpers: Option<String>,
     /// With `--metadata-helpers auto`: the most threads the metadata lane may grow to

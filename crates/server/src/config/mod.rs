@@ -128,10 +128,11 @@ pub enum MetadataHelpers {
     },
 }
 
-/// Whether the metadata lane adapts when `--metadata-helpers` is not given. Not until the
-/// adaptive lane has been measured on every disk model: making `auto` the default is
-/// flipping this.
-const METADATA_LANE_ADAPTS_BY_DEFAULT: bool = false;
+/// Whether the metadata lane adapts when `--metadata-helpers` is not given: it does, since
+/// the adaptive lane (with its slow-service condition) measured equal on the one-arm disk and
+/// the IOPS cap and better after a cold start on the SSD-like disk (docs/BENCHMARKS.md §3b,
+/// session 8). `false` makes the fixed `--helpers` lane the default again.
+const METADATA_LANE_ADAPTS_BY_DEFAULT: bool = true;
 
 impl MetadataHelpers {
     /// Parses `--metadata-helpers` (`auto` or N) and `--metadata-helpers-max` against
@@ -915,9 +916,9 @@ mod tests {
     }
 
     #[test]
-    fn the_metadata_lane_is_fixed_by_default_and_auto_grows_to_a_maximum() {
+    fn the_metadata_lane_adapts_by_default_and_auto_grows_to_a_maximum() {
         let c = parse(&["."]).unwrap();
-        assert_eq!(c.metadata_helpers, MetadataHelpers::AsHelpers, "fixed until measured");
+        assert_eq!(c.metadata_helpers, MetadataHelpers::Auto { max: 16 }, "auto by default");
         let lane = |v: &[&str]| {
             let mut argv = vec!["."];
             argv.extend_from_slice(v);
