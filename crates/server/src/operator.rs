@@ -304,7 +304,12 @@ mod tests {
         assert_eq!(serving.header_timeout(), Duration::from_secs(1), "applied live");
         assert_eq!(r.current.arch, serving.arch, "kept");
         let new = Config::load(r.args.clone()).unwrap();
-        assert_eq!(restart_only_changes(&r.current, &new), vec!["--arch", "--helpers"]);
+        // The metadata lane's default maximum follows --helpers (4 ×), so it is named too: the
+        // running lane keeps its maximum until a restart.
+        assert_eq!(
+            restart_only_changes(&r.current, &new),
+            vec!["--arch", "--helpers", "--metadata-helpers/--metadata-helpers-max"]
+        );
         std::fs::write(&file, "header_timeout = \"soon\"\n").unwrap();
         r.reload(); // invalid: nothing changes
         assert_eq!(serving.header_timeout(), Duration::from_secs(1));
