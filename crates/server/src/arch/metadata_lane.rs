@@ -288,11 +288,11 @@ impl<T: Send + 'static> Crew<T> {
             if adapts {
                 self.grow_if_waiting(queued.at);
             }
-            let started = Instant::now();
+            let started = adapts.then(Instant::now); // a fixed lane needs no run times
             if !(self.run)(queued.job) {
                 break;
             }
-            if adapts {
+            if let Some(started) = started {
                 self.ran_for(started.elapsed());
             }
         }
