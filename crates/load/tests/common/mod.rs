@@ -79,7 +79,7 @@ pub fn serve_with(
     stall: Option<Stall>,
     handler: impl Fn(&str) -> Reply + Send + Sync + 'static,
 ) -> TestServer {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let listener = listen_on_loopback();
     let server = TestServer {
         addr: listener.local_addr().unwrap(),
         connections: Arc::default(),
@@ -102,6 +102,17 @@ pub fn serve_with(
         }
     });
     server
+}
+
+/// A loopback listener whose accept queue holds thousands of connections: std's holds 128,
+/// and the tests that open 2 000 connections at once overflowed it on a busy machine (the
+/// kernel then drops handshakes, and their requests waited for retransmits past the timeout).
+fn listen_on_loopback() -> TcpListener {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    socket.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
+    socket.listen(4096).unwrap();
+    socket.into()
 }
 
 /// Reads requests (heads only: GETs have no body) and answers each.
