@@ -67,6 +67,9 @@ counters! {
     /// another response (the residency test would count pages still being read); not
     /// residency misses: the pages may well be in memory by then.
     being_read_waits,
+    /// Resolves that waited for a resolve of the same URL path already in AMPED's metadata
+    /// lane and ran right after it, instead of queueing again (`super::arch::coalesce`).
+    resolves_coalesced,
     /// Jobs for cold body chunks (pipe fills and read-aheads).
     readahead_jobs,
     /// Of those, chunks a helper moved into a pipe (`--read-path pipe`).

@@ -19,7 +19,7 @@
 use super::disk_concurrency::DiskConcurrency;
 use super::job_results::JobResults;
 use super::job_results::JobRunner;
-use super::metadata_lane::{LaneSize, MetadataLane, RETIRE_AFTER};
+use super::metadata_lane::{LaneSize, MetadataLane, Pushed, RETIRE_AFTER};
 use super::read_lane::ReadLane;
 use crate::pipeline::{Job, JobDone, Pipeline};
 use std::sync::Arc;
@@ -31,6 +31,8 @@ pub struct HelperPool {
     data: Arc<ReadLane>,
     results: JobResults,
     readers: Vec<JoinHandle<()>>,
+    /// Where coalesced resolves are counted.
+    pipeline: Arc<Pipeline>,
 }
 
 impl HelperPool {
@@ -43,9 +45,10 @@ impl HelperPool {
         let data = Arc::new(ReadLane::new(cfg.transfer_order, DiskConcurrency::configured(cfg)));
         let (meta_reporter, meta_pipeline, gauge) =
             (reporter.clone(), pipeline.clone(), pipeline.clone());
-        let metadata = MetadataLane::start(
+        let metadata = MetadataLane::start_keyed(
             LaneSize::configured(cfg),
             RETIRE_AFTER,
+            if cfg.coalesce_resolves { resolve_key } else { |_: &(u64, Job)| None },
             move |(token, job)| {
                 crate::metrics::helper_queue(-1);
                 let ran = meta_reporter.run(&meta_pipeline, token, job);
@@ -74,7 +77,15 @@ impl HelperPool {
                 })
             })
             .collect::<std::io::Result<Vec<_>>>()?;
-        Ok(HelperPool { metadata: Some(metadata), data, results, readers })
+        Ok(HelperPool { metadata: Some(metadata), data, results, readers, pipeline })
+    }
+}
+
+/// A resolve's coalescing key: its URL path ([`super::coalesce`]).
+fn resolve_key((_, job): &(u64, Job)) -> Option<String> {
+    match job {
+        Job::Resolve { url_path, .. } => Some(url_path.clone()),
+        _ => None,
     }
 }
 
@@ -84,7 +95,9 @@ impl JobRunner for HelperPool {
         match job {
             Job::Resolve { .. } => {
                 let lane = self.metadata.as_ref().expect("helpers run until the pool is dropped");
-                lane.push((token, job));
+                if lane.push((token, job)) == Pushed::Followed {
+                    self.pipeline.resolve_coalesced();
+                }
             }
             Job::ReadAhead { .. } | Job::Fill { .. } => self.data.push(token, job),
         }

@@ -29,9 +29,17 @@
 //! one call (a hung network file system) the lane does not grow — as the fixed lane would
 //! not; a controller thread could, at the cost of waking up while the server idles.
 //!
+//! **Coalescing.** A lane started with a key ([`MetadataLane::start_keyed`]: the server keys a
+//! resolve by its URL path) holds a job whose key matches one queued or running as that job's
+//! follower, run right after it on the same thread ([`super::coalesce`]): after a cold start a
+//! popular file's later requests no longer wait the whole backlog again behind its first.
+//! Followers are not queued, so they neither count as waiting for the growth rule nor, being
+//! served from warm caches, in the moving average of run times.
+//!
 //! Dropping the lane closes the queue: its threads run the jobs still queued, then exit, and
 //! every thread — those added too — is joined.
 
+use super::coalesce::Coalescer;
 use crate::cache::lock;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -133,6 +141,17 @@ impl LaneSize {
 struct Queued<T> {
     at: Instant,
     job: T,
+    /// Its key, when the lane coalesces by key: it leads the jobs that follow it.
+    key: Option<String>,
+}
+
+/// What [`MetadataLane::push`] did with a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pushed {
+    /// Queued in arrival order.
+    Queued,
+    /// Held to run right after the job with the same key queued or running.
+    Followed,
 }
 
 /// Runs one job on a lane thread; false once nobody takes results any more (the thread
@@ -140,6 +159,8 @@ struct Queued<T> {
 type Run<T> = Box<dyn Fn(T) -> bool + Send + Sync>;
 /// Told +1 when a thread joins the lane and -1 when one leaves (the server's gauges).
 type OnThreads = Box<dyn Fn(i64) + Send + Sync>;
+/// A job's coalescing key (`None`: the job is never coalesced).
+type Key<T> = Box<dyn Fn(&T) -> Option<String> + Send + Sync>;
 
 /// A running metadata lane carrying jobs of type `T`.
 pub struct MetadataLane<T: Send + 'static> {
@@ -154,6 +175,9 @@ struct Crew<T> {
     retire_after: Duration,
     run: Run<T>,
     on_threads: OnThreads,
+    key: Key<T>,
+    /// Keys of the jobs queued or running, and their followers.
+    followers: Coalescer<T>,
     /// Threads waiting for a job now.
     idle: AtomicUsize,
     /// How long jobs take to run, ns: a moving average over the last few (0: none yet).
@@ -195,6 +219,18 @@ impl<T: Send + 'static> MetadataLane<T> {
         run: impl Fn(T) -> bool + Send + Sync + 'static,
         on_threads: impl Fn(i64) + Send + Sync + 'static,
     ) -> std::io::Result<MetadataLane<T>> {
+        Self::start_keyed(size, retire_after, |_| None, run, on_threads)
+    }
+
+    /// [`MetadataLane::start`], coalescing the jobs whose `key` matches one queued or running
+    /// (see the module's doc).
+    pub fn start_keyed(
+        size: LaneSize,
+        retire_after: Duration,
+        key: impl Fn(&T) -> Option<String> + Send + Sync + 'static,
+        run: impl Fn(T) -> bool + Send + Sync + 'static,
+        on_threads: impl Fn(i64) + Send + Sync + 'static,
+    ) -> std::io::Result<MetadataLane<T>> {
         let (jobs, queue) = unbounded();
         let crew = Arc::new(Crew {
             queue,
@@ -202,6 +238,8 @@ impl<T: Send + 'static> MetadataLane<T> {
             retire_after,
             run: Box::new(run),
             on_threads: Box::new(on_threads),
+            key: Box::new(key),
+            followers: Coalescer::default(),
             idle: AtomicUsize::new(0),
             service_ns: AtomicU64::new(0),
             state: Mutex::new(CrewState::default()),
@@ -213,10 +251,21 @@ impl<T: Send + 'static> MetadataLane<T> {
         Ok(lane)
     }
 
-    /// Queues `job` (never blocks: the queue is unbounded, as the fixed lane's always was).
-    pub fn push(&self, job: T) {
+    /// Queues `job`, or holds it behind the job with the same key (never blocks: the queue
+    /// is unbounded, as the fixed lane's always was).
+    pub fn push(&self, job: T) -> Pushed {
         let jobs = self.jobs.as_ref().expect("the lane is open until it is dropped");
-        jobs.send(Queued { at: Instant::now(), job }).expect("lane threads outlive its sender");
+        let key = (self.crew.key)(&job);
+        let job = match &key {
+            Some(k) => match self.crew.followers.offer(k.clone(), job) {
+                Some(job) => job,
+                None => return Pushed::Followed,
+            },
+            None => job,
+        };
+        jobs.send(Queued { at: Instant::now(), job, key })
+            .expect("lane threads outlive its sender");
+        Pushed::Queued
     }
 
     /// Threads serving the lane now.
@@ -289,11 +338,13 @@ impl<T: Send + 'static> Crew<T> {
                 self.grow_if_waiting(queued.at);
             }
             let started = adapts.then(Instant::now); // a fixed lane needs no run times
-            if !(self.run)(queued.job) {
-                break;
-            }
-            if let Some(started) = started {
+            let ran = (self.run)(queued.job);
+            if let (true, Some(started)) = (ran, started) {
                 self.ran_for(started.elapsed());
+            }
+            let followers = queued.key.map(|k| self.followers.finished(&k)).unwrap_or_default();
+            if !ran || !followers.into_iter().all(|job| (self.run)(job)) {
+                break;
             }
         }
         lock(&self.state).threads -= 1;
@@ -514,6 +565,39 @@ mod tests {
         drop(lane);
         assert_eq!(ran.load(Ordering::SeqCst), 60, "no queued job was lost");
         assert_eq!(gauge.load(Ordering::SeqCst), 0, "every thread left, added ones too");
+    }
+
+    #[test]
+    fn jobs_with_the_key_of_one_in_the_lane_run_right_after_it_not_at_the_back() {
+        // One thread; job "a1" holds it until released, while "b" queues behind it and two
+        // more "a" jobs arrive: they follow "a1" and run before "b", each of them once.
+        let (release, released) = crossbeam_channel::bounded::<()>(0);
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let o = order.clone();
+        let lane = MetadataLane::start_keyed(
+            LaneSize::fixed(1),
+            RETIRE_AFTER,
+            |job: &String| job.get(..1).map(str::to_string),
+            move |job: String| {
+                if job == "a1" {
+                    released.recv().unwrap();
+                }
+                o.lock().unwrap().push(job);
+                true
+            },
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(lane.push("a1".into()), Pushed::Queued);
+        assert_eq!(lane.push("b1".into()), Pushed::Queued, "another key queues");
+        assert_eq!(lane.push("a2".into()), Pushed::Followed);
+        assert_eq!(lane.push("a3".into()), Pushed::Followed);
+        release.send(()).unwrap();
+        eventually("every job ran", || order.lock().unwrap().len() == 4);
+        assert_eq!(*order.lock().unwrap(), ["a1", "a2", "a3", "b1"]);
+        assert_eq!(lane.push("a4".into()), Pushed::Queued, "its leader ran: a new one leads");
+        drop(lane);
+        assert_eq!(order.lock().unwrap().len(), 5, "dropping the lane ran the last one");
     }
 
     #[test]

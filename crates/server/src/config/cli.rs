@@ -107,6 +107,10 @@ pub struct Args {
     /// [default: 4 × --helpers].
     #[arg(long, value_name = "N")]
     pub metadata_helpers_max: Option<usize>,
+    /// Queue every resolve on its own: by default a request for a URL path whose resolve is
+    /// already in the metadata lane waits for that one and runs right after it.
+    #[arg(long)]
+    pub no_resolve_coalescing: bool,
     /// Pathname-cache capacity in entries [default: 32768].
     #[arg(long, value_name = "N")]
     pub path_cache_entries: Option<usize>,
@@ -374,6 +378,7 @@ impl Args {
             no_file_cache,
             no_zero_copy,
             no_residency_test,
+            no_resolve_coalescing,
             dotfiles,
             follow_outside_symlinks,
             listing,

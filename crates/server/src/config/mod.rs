@@ -302,6 +302,9 @@ pub struct Config {
     pub disk_concurrency: DiskBound,
     /// Threads of AMPED's metadata lane (`--metadata-helpers`, `--metadata-helpers-max`).
     pub metadata_helpers: MetadataHelpers,
+    /// A resolve of a URL path already in the metadata lane follows that one
+    /// (`--no-resolve-coalescing` turns it off).
+    pub coalesce_resolves: bool,
     /// Staleness bound of every cache: metadata older than this is revalidated.
     pub revalidate_after: Duration,
     /// The options a reload changes while serving (timeouts, body limit): read them through
@@ -681,6 +684,7 @@ impl Config {
             fill_ahead_after,
             disk_concurrency,
             metadata_helpers,
+            coalesce_resolves: !a.no_resolve_coalescing,
             revalidate_after: Duration::from_secs(1),
             live: Arc::new(Live::new(
                 [

@@ -141,6 +141,12 @@ pub fn render(stats: &Stats) -> String {
             stats.total_named("being_read_waits"),
         ),
         (
+            "amped_resolves_coalesced_total",
+            "counter",
+            "Resolves that ran right after one of the same URL path instead of queueing again.",
+            stats.total_named("resolves_coalesced"),
+        ),
+        (
             "amped_helper_jobs_total",
             "counter",
             "Blocking jobs run by helper threads.",

@@ -106,6 +106,12 @@ impl Pipeline {
         bump(self.stats.being_read_waits());
     }
 
+    /// A resolve followed one of the same URL path already in the metadata lane.
+    #[inline]
+    pub fn resolve_coalesced(&self) {
+        bump(self.stats.resolves_coalesced());
+    }
+
     /// Runs a job on the calling thread (it may block on the disk), counted as inline.
     #[inline]
     pub fn run_job_inline(&self, job: Job) -> JobDone {

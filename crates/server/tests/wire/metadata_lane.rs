@@ -86,3 +86,39 @@ fn the_stats_count_every_loops_metadata_helpers_and_none_without_a_lane() {
         assert_eq!(counter(&st, "metadata_helpers"), 0, "{arch} has no metadata lane: {st}");
     }
 }
+
+/// Many clients ask for the same few cold files at once: however many of their resolves the
+/// lane coalesced (a request whose path is already being resolved follows that resolve), each
+/// gets its own byte-exact answer; with `--no-resolve-coalescing` none is coalesced.
+#[test]
+fn requests_for_a_path_being_resolved_are_each_answered_exactly() {
+    for (extra, may_coalesce) in [(None, true), (Some("--no-resolve-coalescing"), false)] {
+        let mut opts = vec!["--stats-path", STATS];
+        opts.extend(extra);
+        let s = Server::start(&["--arch", "amped", "--helpers", "1"], &opts, fill);
+        let hot = [0, 1, 2, 3, 4, 5];
+        thread::scope(|scope| {
+            for c in 0..CLIENTS {
+                let s = &s;
+                scope.spawn(move || {
+                    let mut conn = s.conn();
+                    for round in 0..6 {
+                        let i = hot[(c + round) % hot.len()];
+                        conn.send(req("GET", &format!("/d{}/f{i}.bin", i % 8), ""));
+                        let r = conn.response();
+                        r.assert_status(200);
+                        assert!(r.body == body(i), "body of f{i}.bin differs");
+                    }
+                });
+            }
+        });
+        let st = stats(s.addr, STATS);
+        let coalesced = counter(&st, "resolves_coalesced");
+        assert!(counter(&st, "requests") >= (CLIENTS * 6) as u64, "{st}");
+        if may_coalesce {
+            assert!(coalesced < (CLIENTS * 6) as u64, "a leader per path ran: {st}");
+        } else {
+            assert_eq!(coalesced, 0, "{extra:?}: {st}");
+        }
+    }
+}
