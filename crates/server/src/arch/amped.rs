@@ -14,7 +14,8 @@
 //! its chunks, nor can long transfers hold every helper from new requests. The metadata lane
 //! has `--helpers` threads, or with `--metadata-helpers auto` grows while its jobs wait (a
 //! cold start, when every request needs a resolve) and shrinks when idle
-//! ([`super::metadata_lane`]).
+//! ([`super::metadata_lane`]); a resolve of a URL path already in the lane follows that one
+//! instead of queueing again ([`super::coalesce`]).
 
 use super::disk_concurrency::DiskConcurrency;
 use super::job_results::JobResults;
@@ -81,10 +82,13 @@ impl HelperPool {
     }
 }
 
-/// A resolve's coalescing key: its URL path ([`super::coalesce`]).
-fn resolve_key((_, job): &(u64, Job)) -> Option<String> {
+/// A resolve's coalescing key: its URL path's hash ([`super::coalesce`]).
+fn resolve_key((_, job): &(u64, Job)) -> Option<u64> {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
     match job {
-        Job::Resolve { url_path, .. } => Some(url_path.clone()),
+        Job::Resolve { url_path, .. } => {
+            Some(BuildHasherDefault::<DefaultHasher>::default().hash_one(url_path))
+        }
         _ => None,
     }
 }

@@ -142,7 +142,7 @@ struct Queued<T> {
     at: Instant,
     job: T,
     /// Its key, when the lane coalesces by key: it leads the jobs that follow it.
-    key: Option<String>,
+    key: Option<u64>,
 }
 
 /// What [`MetadataLane::push`] did with a job.
@@ -160,7 +160,7 @@ type Run<T> = Box<dyn Fn(T) -> bool + Send + Sync>;
 /// Told +1 when a thread joins the lane and -1 when one leaves (the server's gauges).
 type OnThreads = Box<dyn Fn(i64) + Send + Sync>;
 /// A job's coalescing key (`None`: the job is never coalesced).
-type Key<T> = Box<dyn Fn(&T) -> Option<String> + Send + Sync>;
+type Key<T> = Box<dyn Fn(&T) -> Option<u64> + Send + Sync>;
 
 /// A running metadata lane carrying jobs of type `T`.
 pub struct MetadataLane<T: Send + 'static> {
@@ -227,7 +227,7 @@ impl<T: Send + 'static> MetadataLane<T> {
     pub fn start_keyed(
         size: LaneSize,
         retire_after: Duration,
-        key: impl Fn(&T) -> Option<String> + Send + Sync + 'static,
+        key: impl Fn(&T) -> Option<u64> + Send + Sync + 'static,
         run: impl Fn(T) -> bool + Send + Sync + 'static,
         on_threads: impl Fn(i64) + Send + Sync + 'static,
     ) -> std::io::Result<MetadataLane<T>> {
@@ -255,9 +255,12 @@ impl<T: Send + 'static> MetadataLane<T> {
     /// is unbounded, as the fixed lane's always was).
     pub fn push(&self, job: T) -> Pushed {
         let jobs = self.jobs.as_ref().expect("the lane is open until it is dropped");
-        let key = (self.crew.key)(&job);
-        let job = match &key {
-            Some(k) => match self.crew.followers.offer(k.clone(), job) {
+        // Only a job that will wait leads (a lane that keeps up takes no lock for this), and
+        // one can follow only while some job leads.
+        let waits = jobs.len() >= self.crew.idle.load(Ordering::SeqCst);
+        let key = if waits || self.crew.followers.any() { (self.crew.key)(&job) } else { None };
+        let job = match key {
+            Some(k) => match self.crew.followers.offer(k, job) {
                 Some(job) => job,
                 None => return Pushed::Followed,
             },
@@ -342,7 +345,7 @@ impl<T: Send + 'static> Crew<T> {
             if let (true, Some(started)) = (ran, started) {
                 self.ran_for(started.elapsed());
             }
-            let followers = queued.key.map(|k| self.followers.finished(&k)).unwrap_or_default();
+            let followers = queued.key.map(|k| self.followers.finished(k)).unwrap_or_default();
             if !ran || !followers.into_iter().all(|job| (self.run)(job)) {
                 break;
             }
@@ -569,17 +572,17 @@ mod tests {
 
     #[test]
     fn jobs_with_the_key_of_one_in_the_lane_run_right_after_it_not_at_the_back() {
-        // One thread; job "a1" holds it until released, while "b" queues behind it and two
-        // more "a" jobs arrive: they follow "a1" and run before "b", each of them once.
+        // One thread, held by job "x" until released; meanwhile "a1" and "b1" queue, and two
+        // more "a" jobs arrive: they follow "a1" and run before "b1", each of them once.
         let (release, released) = crossbeam_channel::bounded::<()>(0);
         let order = Arc::new(Mutex::new(Vec::new()));
         let o = order.clone();
         let lane = MetadataLane::start_keyed(
             LaneSize::fixed(1),
             RETIRE_AFTER,
-            |job: &String| job.get(..1).map(str::to_string),
+            |job: &String| job.bytes().next().map(u64::from),
             move |job: String| {
-                if job == "a1" {
+                if job == "x" {
                     released.recv().unwrap();
                 }
                 o.lock().unwrap().push(job);
@@ -588,16 +591,21 @@ mod tests {
             |_| {},
         )
         .unwrap();
+        assert_eq!(lane.push("x".into()), Pushed::Queued);
+        eventually("the thread holds x", || {
+            lane.crew.queue.is_empty() && lane.crew.idle.load(Ordering::SeqCst) == 0
+        });
         assert_eq!(lane.push("a1".into()), Pushed::Queued);
         assert_eq!(lane.push("b1".into()), Pushed::Queued, "another key queues");
         assert_eq!(lane.push("a2".into()), Pushed::Followed);
         assert_eq!(lane.push("a3".into()), Pushed::Followed);
         release.send(()).unwrap();
-        eventually("every job ran", || order.lock().unwrap().len() == 4);
-        assert_eq!(*order.lock().unwrap(), ["a1", "a2", "a3", "b1"]);
+        eventually("every job ran", || order.lock().unwrap().len() == 5);
+        assert_eq!(*order.lock().unwrap(), ["x", "a1", "a2", "a3", "b1"]);
+        eventually("the lane is idle", || lane.crew.idle.load(Ordering::SeqCst) == 1);
         assert_eq!(lane.push("a4".into()), Pushed::Queued, "its leader ran: a new one leads");
         drop(lane);
-        assert_eq!(order.lock().unwrap().len(), 5, "dropping the lane ran the last one");
+        assert_eq!(order.lock().unwrap().len(), 6, "dropping the lane ran the last one");
     }
 
     #[test]
