@@ -25,7 +25,9 @@
 //!   hand still goes (the head above all), then the connection must close
 //!   ([`SendPlan::ended_early`]).
 
+use crate::cache::FileEntry;
 use crate::pipeline::{Body, Response};
+use std::sync::Arc;
 
 /// When a file body's head leaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,6 +203,16 @@ impl SendPlan {
     #[inline]
     pub fn body_sent(&self) -> u64 {
         self.body_sent
+    }
+
+    /// The file of the file body `body` once the plan has sent all of it (the page policy may
+    /// then let its pages go); `None` before that, or for any other body. Both engines ask
+    /// this, so "a file response went out to its end" is decided here only.
+    pub fn whole_file_sent<'b>(&self, body: &'b Body) -> Option<&'b Arc<FileEntry>> {
+        match body {
+            Body::File { file, len, .. } if self.body_sent == *len => Some(file),
+            _ => None,
+        }
     }
 
     /// The file position of the next byte to send of the file body `body` (for a memory body,

@@ -131,3 +131,19 @@ fn sends_count_head_bytes_first_then_body_bytes() {
     plan.end_early();
     assert!(plan.ended_early(), "the connection must close after");
 }
+
+#[test]
+fn a_file_counts_as_sent_whole_only_once_its_last_byte_left() {
+    let resp = response(file(5, 250));
+    let mut plan = SendPlan::new(&resp, HeadGoes::Alone);
+    plan.sent(10); // the head
+    assert!(plan.whole_file_sent(&resp.body).is_none(), "nothing of the body yet");
+    plan.sent(249);
+    assert!(plan.whole_file_sent(&resp.body).is_none(), "one byte short");
+    plan.sent(1);
+    assert!(plan.whole_file_sent(&resp.body).is_some(), "all 250 bytes left");
+    let memory = response(memory(20));
+    let mut plan = SendPlan::new(&memory, HeadGoes::Alone);
+    plan.sent(30);
+    assert!(plan.whole_file_sent(&memory.body).is_none(), "a memory body is no file");
+}

@@ -286,15 +286,12 @@ impl Outgoing {
             )));
         }
         self.plan.sent(n);
-        let Body::File { file, len, .. } = &self.resp.body else { return Ok(false) };
-        let done = self.plan.body_sent() == *len;
-        if done && let Some(pipe) = self.pipe.take() {
+        let Some(file) = self.plan.whole_file_sent(&self.resp.body) else { return Ok(false) };
+        if let Some(pipe) = self.pipe.take() {
             give_back(pipe);
         }
-        if done {
-            p.sent_file(file);
-        }
-        Ok(done)
+        p.sent_file(file);
+        Ok(true)
     }
 }
 

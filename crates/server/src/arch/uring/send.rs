@@ -74,10 +74,7 @@ impl Sending {
     /// The file whose body this response sent to its end, if it was a file response (the
     /// page policy may let its pages go).
     pub fn sent_whole_file(&self) -> Option<&Arc<crate::cache::FileEntry>> {
-        match &self.resp.body {
-            Body::File { file, len, .. } if self.plan.body_sent() == *len => Some(file),
-            _ => None,
-        }
+        self.plan.whole_file_sent(&self.resp.body)
     }
 
     /// The next operation, taking the gather list or the chunk buffer out for the ring.
