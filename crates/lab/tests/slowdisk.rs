@@ -56,3 +56,44 @@ fn reads_through_the_slow_disk_then_from_the_page_cache() {
     assert!(status.success(), "{status}");
     assert!(!fuse::mounted(&mount), "still mounted after SIGTERM");
 }
+
+/// Cold lookups of several files in one directory reach the emulated disk together, as on a
+/// local file system (the FUSE default would serialize them in the kernel): with enough arms,
+/// six of them take about one lookup's time, not six.
+#[test]
+fn lookups_in_one_directory_run_in_parallel() {
+    if let Some(why) = fuse::skip_reason() {
+        println!("skipped: {why}");
+        return;
+    }
+    const META_MS: u64 = 300;
+    const FILES: usize = 6;
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("d")).unwrap();
+    for i in 0..FILES {
+        std::fs::write(src.join(format!("d/f{i}")), b"x").unwrap();
+    }
+    let mount = tmp.path().canonicalize().unwrap().join("mnt");
+    let meta = META_MS.to_string();
+    let mut daemon =
+        fuse::mount(&src, &mount, &["--meta-ms", &meta, "--seek-ms", "0", "--arms", "8"]);
+    std::fs::metadata(mount.join("d")).unwrap(); // the directory's own lookup, first
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        for i in 0..FILES {
+            let path = mount.join(format!("d/f{i}"));
+            s.spawn(move || assert_eq!(std::fs::metadata(path).unwrap().len(), 1));
+        }
+    });
+    let took = t0.elapsed();
+    assert!(took >= Duration::from_millis(META_MS), "the lookups took only {took:?}");
+    assert!(
+        took < Duration::from_millis(META_MS * 3),
+        "{FILES} lookups in one directory took {took:?}: serialized ({} ms would be one by one)",
+        META_MS * FILES as u64
+    );
+    let status =
+        daemon.stop(Duration::from_secs(10)).expect("amplab slowdisk did not exit on SIGTERM");
+    assert!(status.success(), "{status}");
+}

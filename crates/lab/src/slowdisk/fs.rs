@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, LockOwner, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
     ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, Request,
 };
@@ -191,6 +191,11 @@ impl Filesystem for SlowFs {
             let _ = config.set_max_readahead(max);
         }
         let _ = config.set_max_background(64);
+        // Lookups in one directory in parallel, as a local file system does them (the FUSE
+        // default serializes them per directory: concurrent first requests for files of one
+        // directory then waited for each other's lookups in the kernel before reaching the
+        // emulated disk, an order no real disk imposes; docs/BENCHMARKS.md §3b, session 9).
+        let _ = config.add_capabilities(InitFlags::FUSE_PARALLEL_DIROPS);
         Ok(())
     }
 
