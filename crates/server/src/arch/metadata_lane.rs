@@ -210,9 +210,8 @@ impl CrewState {
 }
 
 impl<T: Send + 'static> MetadataLane<T> {
-    /// Starts a lane of `size.min` threads, each running jobs with `run`; `on_threads`
-    /// follows the thread count. Threads beyond the minimum retire after `retire_after`
-    /// without a job ([`RETIRE_AFTER`] in the server).
+    /// A lane that never coalesces (the tests' lanes; the server keys its resolves).
+    #[cfg(test)]
     pub fn start(
         size: LaneSize,
         retire_after: Duration,
@@ -222,8 +221,10 @@ impl<T: Send + 'static> MetadataLane<T> {
         Self::start_keyed(size, retire_after, |_| None, run, on_threads)
     }
 
-    /// [`MetadataLane::start`], coalescing the jobs whose `key` matches one queued or running
-    /// (see the module's doc).
+    /// Starts a lane of `size.min` threads, each running jobs with `run`; `on_threads`
+    /// follows the thread count. Threads beyond the minimum retire after `retire_after`
+    /// without a job ([`RETIRE_AFTER`] in the server). A job whose `key` matches one queued or
+    /// running follows it (see the module's doc); `None` keys are never coalesced.
     pub fn start_keyed(
         size: LaneSize,
         retire_after: Duration,
