@@ -154,6 +154,15 @@ fn disk_bound_quick() {
         assert_eq!(setup["disk_emulation"][1]["name"], "hdd");
         assert_eq!(setup["disk_emulation"][1]["slowdisk"]["model"]["arms"], 1);
         assert!(summary.contains("FUSE slow disk, model hdd"), "{summary}");
+        // The reads until the last answer include those served while the windows lasted.
+        let hdd = &summary[summary.find("## Disk model hdd").expect("hdd section")..];
+        let during = table_numbers(hdd, "| disk reads, all windows |");
+        let to_end = table_numbers(hdd, "| disk reads, to the last answer |");
+        assert_eq!(during.len(), 2, "{hdd}");
+        assert_eq!(to_end.len(), 2, "{hdd}");
+        for (d, e) in during.iter().zip(&to_end) {
+            assert!(*e > 0.0 && e >= d, "{during:?} {to_end:?}");
+        }
     } else {
         let cg = setup["disk_emulation"]["cgroups"]["state"].as_str().unwrap_or_default();
         assert_eq!(cg, "disabled-by-option", "none has no cgroups");
@@ -643,4 +652,14 @@ fn program_missing(program: &str) -> bool {
     !std::env::split_paths(&path)
         .chain(["/usr/sbin", "/sbin", "/usr/local/sbin"].map(std::path::PathBuf::from))
         .any(|d| d.join(program).is_file())
+}
+
+/// The first number of each server's cell in the summary table row starting with `row`.
+fn table_numbers(summary: &str, row: &str) -> Vec<f64> {
+    let line = summary.lines().find(|l| l.starts_with(row)).unwrap_or_else(|| panic!("{row}"));
+    line[row.len()..]
+        .split('|')
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| c.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(f64::NAN))
+        .collect()
 }

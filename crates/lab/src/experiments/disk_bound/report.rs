@@ -638,7 +638,7 @@ fn windows_part(run: &ModelRun, labels: &[String], peers: &[bool], p: &Params) -
         WindowSource::SeparateRuns => "was measured in consecutive windows, one ampload run each, back to back (each opening its connections anew; the times are as scheduled, results.csv has when each really started and ended, a window whose answers came late ending late), the request stream continuing from one to the next".to_string(),
     };
     let mut s = format!(
-        "\n### Latency over time from a cold start ({} req/s)\n\nEach server started cold (the page cache dropped) and {how}; 95% / mean ms per window (medians over rounds, min–max in brackets when there are several), and over the whole run its read amplification beside its page-rounded floor and the reads the disk served in all its windows:\n\n",
+        "\n### Latency over time from a cold start ({} req/s)\n\nEach server started cold (the page cache dropped) and {how}; 95% / mean ms per window (medians over rounds, min–max in brackets when there are several), and over the whole run its read amplification beside its page-rounded floor, the reads the disk served while its windows lasted, and those it served until the run's last answer (all the reads its requests caused: a server still behind when the last window ends reads on after it):\n\n",
         first.rate.unwrap_or(0.0)
     );
     let (mut body, claims) = window_rows(run, &servers, window_s);
@@ -646,6 +646,7 @@ fn windows_part(run: &ModelRun, labels: &[String], peers: &[bool], p: &Params) -
         ("read amplification", (|c: &DiskCell| c.read_amplification) as fn(&DiskCell) -> _, 2),
         ("page floor", |c| c.read_amplification_floor, 2),
         ("disk reads, all windows", window_disk_reads, 0),
+        ("disk reads, to the last answer", cold_run_disk_reads, 0),
     ] {
         let mut row = vec![name.to_string()];
         row.extend(servers.iter().map(|(l, _)| {
@@ -675,6 +676,17 @@ fn window_disk_reads(c: &DiskCell) -> Option<f64> {
         return None;
     }
     c.windows.iter().map(|w| w.disk.as_ref().map(|d| d.reads as f64)).sum()
+}
+
+/// The reads the disk served from the cold start until the run's last answer: all the reads
+/// the windows' requests caused. A server still behind when the last window ends has reads
+/// of those requests left, which [`window_disk_reads`] does not count; compare servers'
+/// reads with this one.
+fn cold_run_disk_reads(c: &DiskCell) -> Option<f64> {
+    if c.windows.is_empty() {
+        return None;
+    }
+    c.disk_reads_with_warmup().map(|n| n as f64)
 }
 
 /// Each cell's (rate or window) label and standing, for [`claim`].
