@@ -15,7 +15,9 @@
 //! has `--helpers` threads, or with `--metadata-helpers auto` grows while its jobs wait (a
 //! cold start, when every request needs a resolve) and shrinks when idle
 //! ([`super::metadata_lane`]); a resolve of a URL path already in the lane follows that one
-//! instead of queueing again ([`super::coalesce`]).
+//! instead of queueing again ([`super::coalesce`]); and while resolves are slow and a
+//! transfer under way waits in the read lane, they run one at a time, so they do not take the
+//! disk from transfers ([`super::slow_gate`]).
 
 use super::disk_concurrency::DiskConcurrency;
 use super::job_results::JobResults;
@@ -50,6 +52,10 @@ impl HelperPool {
             LaneSize::configured(cfg),
             RETIRE_AFTER,
             if cfg.coalesce_resolves { resolve_key } else { |_: &(u64, Job)| None },
+            {
+                let data = data.clone();
+                move || data.transfers_wait()
+            },
             move |(token, job)| {
                 crate::metrics::helper_queue(-1);
                 let ran = meta_reporter.run(&meta_pipeline, token, job);

@@ -25,6 +25,13 @@
 //! 6–13 % worse at 79–88 % busy (docs/BENCHMARKS.md §3b, session 8).
 //! A thread beyond the minimum that finds no job for [`RETIRE_AFTER`] exits.
 //!
+//! **Slow jobs run one at a time while others wait for the disk** in an adaptive lane
+//! ([`super::slow_gate`]): while that moving average is at or above [`SLOW_SERVICE`] and the
+//! lane's `yield_to` says other work waits for the disk (the server: a transfer under way
+//! waits in the read lane), the lane's other threads wait with the job they took until the
+//! one running ends (or stalls). Four resolves at a one-arm disk at once took its time from
+//! transfers under way: on a heavy-tailed trace the largest timed out.
+//!
 //! A limit of the rule: growth needs a helper to take a job, so if every helper is stuck in
 //! one call (a hung network file system) the lane does not grow — as the fixed lane would
 //! not; a controller thread could, at the cost of waking up while the server idles.
@@ -40,6 +47,7 @@
 //! every thread — those added too — is joined.
 
 use super::coalesce::Coalescer;
+use super::slow_gate::{STALL, SlowGate};
 use crate::cache::lock;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -66,6 +74,8 @@ pub struct LaneSize {
     pub max: usize,
     /// Jobs running this long on average stop growth ([`SLOW_SERVICE`] in the server).
     pub slow_service: Duration,
+    /// While they do, one job runs at a time ([`super::slow_gate`]).
+    pub one_when_slow: bool,
 }
 
 /// What a helper sees as it takes a job: the input of the growth rule.
@@ -91,13 +101,14 @@ impl LaneSize {
     /// A lane of `n` threads (at least one), never more or fewer.
     pub fn fixed(n: usize) -> LaneSize {
         let n = n.max(1);
-        LaneSize { min: n, max: n, slow_service: SLOW_SERVICE }
+        LaneSize { min: n, max: n, slow_service: SLOW_SERVICE, one_when_slow: false }
     }
 
-    /// A lane of `min` threads (at least one) growing up to `max` while jobs wait.
+    /// A lane of `min` threads (at least one) growing up to `max` while jobs wait, and
+    /// running one job at a time while they are slow.
     pub fn adaptive(min: usize, max: usize) -> LaneSize {
         let min = min.max(1);
-        LaneSize { min, max: max.max(min), slow_service: SLOW_SERVICE }
+        LaneSize { min, max: max.max(min), slow_service: SLOW_SERVICE, one_when_slow: true }
     }
 
     /// The same lane with another service time that stops growth.
@@ -182,6 +193,9 @@ struct Crew<T> {
     idle: AtomicUsize,
     /// How long jobs take to run, ns: a moving average over the last few (0: none yet).
     service_ns: AtomicU64,
+    /// Holds all but one job back while they are slow (`one_when_slow`) and `yield_to` holds.
+    gate: SlowGate,
+    yield_to: Box<dyn Fn() -> bool + Send + Sync>,
     state: Mutex<CrewState>,
 }
 
@@ -218,17 +232,20 @@ impl<T: Send + 'static> MetadataLane<T> {
         run: impl Fn(T) -> bool + Send + Sync + 'static,
         on_threads: impl Fn(i64) + Send + Sync + 'static,
     ) -> std::io::Result<MetadataLane<T>> {
-        Self::start_keyed(size, retire_after, |_| None, run, on_threads)
+        Self::start_keyed(size, retire_after, |_| None, || true, run, on_threads)
     }
 
     /// Starts a lane of `size.min` threads, each running jobs with `run`; `on_threads`
     /// follows the thread count. Threads beyond the minimum retire after `retire_after`
     /// without a job ([`RETIRE_AFTER`] in the server). A job whose `key` matches one queued or
-    /// running follows it (see the module's doc); `None` keys are never coalesced.
+    /// running follows it (see the module's doc); `None` keys are never coalesced. While jobs
+    /// are slow and `yield_to` says other work waits for the disk, one runs at a time
+    /// (`size.one_when_slow`).
     pub fn start_keyed(
         size: LaneSize,
         retire_after: Duration,
         key: impl Fn(&T) -> Option<u64> + Send + Sync + 'static,
+        yield_to: impl Fn() -> bool + Send + Sync + 'static,
         run: impl Fn(T) -> bool + Send + Sync + 'static,
         on_threads: impl Fn(i64) + Send + Sync + 'static,
     ) -> std::io::Result<MetadataLane<T>> {
@@ -243,6 +260,8 @@ impl<T: Send + 'static> MetadataLane<T> {
             followers: Coalescer::default(),
             idle: AtomicUsize::new(0),
             service_ns: AtomicU64::new(0),
+            gate: SlowGate::new(STALL),
+            yield_to: Box::new(yield_to),
             state: Mutex::new(CrewState::default()),
         });
         let lane = MetadataLane { jobs: Some(jobs), crew };
@@ -341,6 +360,8 @@ impl<T: Send + 'static> Crew<T> {
             if adapts {
                 self.grow_if_waiting(queued.at);
             }
+            // Held until the job and its followers have run.
+            let _pass = self.size.one_when_slow.then(|| self.gate.enter(|| self.slow()));
             let started = adapts.then(Instant::now); // a fixed lane needs no run times
             let ran = (self.run)(queued.job);
             if let (true, Some(started)) = (ran, started) {
@@ -353,6 +374,13 @@ impl<T: Send + 'static> Crew<T> {
         }
         lock(&self.state).threads -= 1;
         (self.on_threads)(-1);
+    }
+
+    /// Whether the lane's jobs are slow (their moving average at least `slow_service`) while
+    /// other work waits for the disk: then one runs at a time.
+    fn slow(&self) -> bool {
+        Duration::from_nanos(self.service_ns.load(Ordering::Relaxed)) >= self.size.slow_service
+            && (self.yield_to)()
     }
 
     /// Folds a job's run time into the moving average (one eighth per job; concurrent updates
@@ -477,8 +505,9 @@ mod tests {
         let lane = LaneSize::adaptive(4, 16);
         assert!(lane.adapts());
         assert_eq!((lane.may_retire(4), lane.may_retire(5)), (false, true));
-        assert_eq!(LaneSize::adaptive(0, 0), LaneSize::fixed(1), "at least one thread");
-        assert_eq!(LaneSize::adaptive(4, 2), LaneSize::fixed(4), "the maximum is at least min");
+        let sizes = |l: LaneSize| (l.min, l.max);
+        assert_eq!(sizes(LaneSize::adaptive(0, 0)), (1, 1), "at least one thread");
+        assert_eq!(sizes(LaneSize::adaptive(4, 2)), (4, 4), "the maximum is at least min");
     }
 
     /// A lane whose jobs sleep `job_ms` and count themselves; `gauge` follows its threads.
@@ -546,6 +575,37 @@ mod tests {
     }
 
     #[test]
+    fn once_jobs_are_known_to_be_slow_an_adaptive_lane_runs_one_at_a_time_a_fixed_one_not() {
+        for (size, want_peak) in [(LaneSize::adaptive(4, 16), 1), (LaneSize::fixed(4), 4)] {
+            let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+            let ran = Arc::new(AtomicUsize::new(0));
+            let (n, p, r) = (now.clone(), peak.clone(), ran.clone());
+            let lane = MetadataLane::start(
+                size,
+                RETIRE_AFTER,
+                move |_job: u32| {
+                    let at_once = n.fetch_add(1, Ordering::SeqCst) + 1;
+                    p.fetch_max(at_once, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(20)); // 5× SLOW_SERVICE
+                    n.fetch_sub(1, Ordering::SeqCst);
+                    r.fetch_add(1, Ordering::SeqCst);
+                    true
+                },
+                |_| {},
+            )
+            .unwrap();
+            lane.push(0);
+            eventually("the first job runs", || ran.load(Ordering::SeqCst) == 1);
+            peak.store(0, Ordering::SeqCst);
+            for job in 1..=12 {
+                lane.push(job);
+            }
+            eventually("all 13 jobs run", || ran.load(Ordering::SeqCst) == 13);
+            assert_eq!(peak.load(Ordering::SeqCst), want_peak, "{size:?}");
+        }
+    }
+
+    #[test]
     fn a_fixed_lane_keeps_its_size_under_a_backlog() {
         let (lane, ran, gauge) = sleepy_lane(LaneSize::fixed(2), Duration::from_millis(50), 5);
         for job in 0..20 {
@@ -582,6 +642,7 @@ mod tests {
             LaneSize::fixed(1),
             RETIRE_AFTER,
             |job: &String| job.bytes().next().map(u64::from),
+            || true,
             move |job: String| {
                 if job == "x" {
                     released.recv().unwrap();

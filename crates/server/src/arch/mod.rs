@@ -18,6 +18,7 @@ pub mod mt;
 pub mod pool;
 pub mod privileges;
 pub mod read_lane;
+pub mod slow_gate;
 pub mod sped;
 pub mod staged;
 pub mod uring;

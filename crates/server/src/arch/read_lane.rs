@@ -203,6 +203,11 @@ impl ReadLane {
         }
     }
 
+    /// Whether a chunk of a transfer under way waits for a helper.
+    pub fn transfers_wait(&self) -> bool {
+        !self.lock().continuing.is_empty()
+    }
+
     /// Jobs waiting.
     pub fn len(&self) -> usize {
         self.lock().len()
