@@ -134,6 +134,16 @@ pub enum MetadataHelpers {
 /// session 8). `false` makes the fixed `--helpers` lane the default again.
 const METADATA_LANE_ADAPTS_BY_DEFAULT: bool = true;
 
+/// `--fill-ahead`'s default: a fill of a transfer under way long enough asks the disk for its
+/// whole megabyte at once (seven pieces after the first). With it the heavy-tailed trace over
+/// the one-arm disk had no request unanswered in seven rounds and its longest answer at
+/// ~21 s, against one unanswered in three of five rounds and ~28–30 s without; the SPECweb-like
+/// cold start within ~1 % (docs/BENCHMARKS.md §3b, session 10).
+const FILL_AHEAD: u64 = 7;
+/// `--fill-ahead-after`'s default: only transfers under way this long ask ahead, so a new
+/// response's first fill does not put its reads ahead of others'.
+const FILL_AHEAD_AFTER: Duration = Duration::from_secs(2);
+
 impl MetadataHelpers {
     /// Parses `--metadata-helpers` (`auto` or N) and `--metadata-helpers-max` against
     /// `--helpers`.
@@ -575,13 +585,13 @@ impl Config {
         };
         let fill_ahead = match a.fill_ahead {
             Some(n) if n > 7 => return err(format!("--fill-ahead {n} is not in 0..=7")),
-            n => n.unwrap_or(0),
+            n => n.unwrap_or(FILL_AHEAD),
         };
         let fill_ahead_after = match a.fill_ahead_after {
             Some(ms) if ms > 3_600_000 => {
                 return err(format!("--fill-ahead-after {ms} is not in 0..=3600000 (ms)"));
             }
-            ms => Duration::from_millis(ms.unwrap_or(0)),
+            ms => ms.map_or(FILL_AHEAD_AFTER, Duration::from_millis),
         };
         let disk_concurrency = match a.disk_concurrency.as_deref() {
             None => DiskBound::AsHelpers,
@@ -906,7 +916,8 @@ mod tests {
         let mut c = parse(&["."]).unwrap();
         assert_eq!((c.path_cache_entries, c.file_cache_entries), (32768, 16384));
         assert_eq!(c.page_yield_above, 0, "the page-yield policy is off by default");
-        assert_eq!((c.transfer_order, c.fill_ahead), (TransferOrder::Oldest, 0));
+        assert_eq!((c.transfer_order, c.fill_ahead), (TransferOrder::Oldest, 7));
+        assert_eq!(c.fill_ahead_after, Duration::from_secs(2), "only long transfers ask ahead");
         assert_eq!(c.disk_concurrency, DiskBound::AsHelpers);
         let bound = |v: &str| parse(&[".", "--disk-concurrency", v]).unwrap().disk_concurrency;
         assert_eq!((bound("auto"), bound("3")), (DiskBound::Auto, DiskBound::Fixed(3)));
