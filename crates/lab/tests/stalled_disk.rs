@@ -3,7 +3,7 @@
 //! 512 KiB file (four such reads, at least 1.6 s), requests for a small file amped already has
 //! in memory are answered — all of them before the cold file is complete — under `amped` (its
 //! helpers wait for the disk) and `uring` (the kernel does). Under `sped` the loop itself waits
-//! for the disk, so the same small requests wait behind the cold file: the paper's point.
+//! for the disk, so the same small requests wait for its reads: the paper's point.
 //! Runs only as root with /dev/fuse (skipped with a printed reason otherwise); bounded in time.
 
 mod common;
@@ -59,21 +59,30 @@ fn get(addr: SocketAddr, path: &str) -> (usize, Instant) {
     (all.len() - head, Instant::now())
 }
 
-/// Serves the slow tree with `arch`; returns how many of 10 small requests, started while
-/// `cold` (a file no server has read yet) was being read from the disk, completed before it.
-fn small_before_cold(arch: &str, mount: &Path, cold: &str) -> usize {
+/// Serves the slow tree with `arch`; of 10 small requests made one after another while `cold`
+/// (a file no server has read yet) was being read from the disk, returns how many completed
+/// before it, and the longest any of them took.
+fn small_before_cold(arch: &str, mount: &Path, cold: &str) -> (usize, Duration) {
     let server = start(arch, mount);
     assert_eq!(get(server.1, "/small.txt").0, 6, "warm the small file");
     thread::scope(|scope| {
         let big = scope.spawn(|| get(server.1, cold));
         // Long enough for the cold request to reach the server on a loaded machine (at 150 ms
-        // sped once answered a small request before its loop began to wait), well inside the
-        // seconds the cold file takes.
-        thread::sleep(Duration::from_millis(400));
-        let small: Vec<Instant> = (0..10).map(|_| get(server.1, "/small.txt").1).collect();
+        // sped once answered a small request before its loop began to wait, and at 400 ms — the
+        // end of the cold file's first read — once more), well inside the seconds the cold
+        // file takes: the middle of its second read.
+        thread::sleep(Duration::from_millis(600));
+        let small: Vec<(Instant, Instant)> = (0..10)
+            .map(|_| {
+                let sent = Instant::now();
+                (sent, get(server.1, "/small.txt").1)
+            })
+            .collect();
         let (len, big_done) = big.join().unwrap();
         assert_eq!(len, BIG);
-        small.iter().filter(|t| **t < big_done).count()
+        let before = small.iter().filter(|(_, done)| *done < big_done).count();
+        let longest = small.iter().map(|(sent, done)| *done - *sent).max().unwrap();
+        (before, longest)
     })
 }
 
@@ -95,9 +104,15 @@ fn cached_requests_do_not_wait_for_a_stalled_disk() {
     let _disk =
         fuse::mount(&src, &mount, &["--seek-ms", "400", "--meta-ms", "0", "--mbps", "1000"]);
     for arch in ["amped", "uring"] {
-        let n = small_before_cold(arch, &mount, &format!("/big-{arch}.bin"));
+        let (n, _) = small_before_cold(arch, &mount, &format!("/big-{arch}.bin"));
         assert_eq!(n, 10, "{arch}: {n} of 10 cached requests were answered before the cold one");
     }
-    let n = small_before_cold("sped", &mount, "/big-sped.bin");
-    assert_eq!(n, 0, "sped: {n} cached requests were answered while its loop waited for the disk");
+    // Under sped a small request waits for a disk read on the loop. (Not "none before the cold
+    // file": on a busy machine the cold file's socket can fill, and between its reads the loop
+    // then answers a small request or two.)
+    let (n, longest) = small_before_cold("sped", &mount, "/big-sped.bin");
+    assert!(
+        longest >= Duration::from_millis(150),
+        "sped: the slowest cached request took {longest:?} ({n} before the cold one): its loop never waited for the disk"
+    );
 }
