@@ -362,7 +362,8 @@ impl<T: Send + 'static> Crew<T> {
             }
             // Held until the job and its followers have run.
             let _pass = self.size.one_when_slow.then(|| self.gate.enter(|| self.slow()));
-            let started = adapts.then(Instant::now); // a fixed lane needs no run times
+            // Run times drive growth and the gate; a fixed lane has neither.
+            let started = (adapts || self.size.one_when_slow).then(Instant::now);
             let ran = (self.run)(queued.job);
             if let (true, Some(started)) = (ran, started) {
                 self.ran_for(started.elapsed());
@@ -603,6 +604,37 @@ mod tests {
             eventually("all 13 jobs run", || ran.load(Ordering::SeqCst) == 13);
             assert_eq!(peak.load(Ordering::SeqCst), want_peak, "{size:?}");
         }
+    }
+
+    #[test]
+    fn an_auto_lane_that_cannot_grow_still_runs_slow_jobs_one_at_a_time() {
+        // `--metadata-helpers-max` equal to `--helpers`: no growth, but the gate still applies.
+        let size = LaneSize::adaptive(3, 3);
+        assert!(!size.adapts() && size.one_when_slow);
+        let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (n, p, r) = (now.clone(), peak.clone(), ran.clone());
+        let lane = MetadataLane::start(
+            size,
+            RETIRE_AFTER,
+            move |_job: u32| {
+                p.fetch_max(n.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(20));
+                n.fetch_sub(1, Ordering::SeqCst);
+                r.fetch_add(1, Ordering::SeqCst);
+                true
+            },
+            |_| {},
+        )
+        .unwrap();
+        lane.push(0);
+        eventually("the first job runs", || ran.load(Ordering::SeqCst) == 1);
+        peak.store(0, Ordering::SeqCst);
+        for job in 1..=9 {
+            lane.push(job);
+        }
+        eventually("all 10 jobs run", || ran.load(Ordering::SeqCst) == 10);
+        assert_eq!(peak.load(Ordering::SeqCst), 1);
     }
 
     #[test]
