@@ -17,6 +17,7 @@ pub mod config;
 pub mod debox;
 pub mod disk;
 pub mod errlog;
+pub mod fill_size;
 pub mod metrics;
 pub mod operator;
 pub mod pipeline;

@@ -16,6 +16,7 @@
 
 use crate::cache::file::ReadInFlight;
 use crate::config::ReadPath;
+use crate::fill_size::FillSize;
 use crate::pipeline::{Body, Job, JobDone, Pipeline, Response};
 use crate::send_plan::{HeadGoes, InMemory, Piece, SendPlan};
 use crate::transport::Wire;
@@ -31,13 +32,6 @@ const CHUNK: u64 = 512 << 10;
 
 /// What a pipe asks to hold (`fs.pipe-max-size` is 1 MiB by default): the largest fill.
 const PIPE_BYTES: usize = 1 << 20;
-
-/// The first fill of a response moves this much; each further fill of the same response
-/// doubles, up to the pipe's capacity. A cold small file starts sending after one short read,
-/// while a large transfer soon moves 1 MiB per trip through the read lane, so it queues (and
-/// pays the disk's positioning) fewer times. A body whose rest is at most twice this goes in
-/// one fill: a second trip through the lane would cost more than the bytes it saves waiting.
-const FIRST_FILL: u64 = 128 << 10;
 
 /// The buffer of the read + write path (`--no-zero-copy`, TLS): bytes read and sent per step.
 const COPY_BYTES: usize = 64 << 10;
@@ -90,9 +84,8 @@ pub struct Outgoing {
     failed: Option<io::Error>,
     /// When sending began (the read lane's order).
     since: Instant,
-    /// Bytes the next fill asks for (at most a pipe's capacity; 32 bits keep the connection's
-    /// slot from growing).
-    next_fill: u32,
+    /// How much the next fill asks for ([`crate::fill_size`], at most a pipe's capacity).
+    fill: FillSize,
     /// A chunk of this body was cold: the rest goes through jobs too (see `send_file_step`).
     met_disk: bool,
 }
@@ -106,7 +99,7 @@ impl Outgoing {
             pipe: None,
             failed: None,
             since: Instant::now(),
-            next_fill: FIRST_FILL as u32,
+            fill: FillSize::default(),
             met_disk: false,
         }
     }
@@ -366,13 +359,7 @@ impl Outgoing {
         };
         match pipe {
             Some(pipe) => {
-                let cap = pipe.capacity() as u64;
-                let len = if remaining <= 2 * FIRST_FILL {
-                    remaining.min(cap)
-                } else {
-                    remaining.min(u64::from(self.next_fill).min(cap))
-                };
-                self.next_fill = (u64::from(self.next_fill) * 2).min(cap) as u32;
+                let len = self.fill.take(remaining, pipe.capacity() as u64);
                 Job::Fill { reading, offset: pos, len, pipe, since, continues }
             }
             None => {

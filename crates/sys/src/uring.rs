@@ -27,6 +27,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// `user_data` of cancel requests: their completions are swallowed.
 const CANCEL_TAG: u64 = u64::MAX;
+/// `user_data` of read-ahead advice: nobody waits for it, its completions are swallowed.
+const ADVICE_TAG: u64 = u64::MAX - 1;
 /// How long dropping a ring waits for cancelled operations to complete.
 const DROP_WAIT: Duration = Duration::from_secs(2);
 
@@ -302,6 +304,8 @@ pub struct Ring {
     /// With `--debox`: this batch's totals per opcode (merged into [`OP_TOTALS`]).
     ops: [OpTotals; 7],
     ops_dirty: bool,
+    /// The kernel takes `IORING_OP_FADVISE` (5.6 and later); without it advice is skipped.
+    advises: bool,
 }
 
 impl Ring {
@@ -366,6 +370,7 @@ impl Ring {
             enters: 0,
             ops: [OpTotals::default(); 7],
             ops_dirty: false,
+            advises: probe.is_supported(opcode::Fadvise::CODE),
         })
     }
 
@@ -476,6 +481,24 @@ impl Ring {
         self.push(token, entry, Held::Poll)
     }
 
+    /// Asks the kernel to start reading `len` bytes of `file` at `offset` into the page cache
+    /// (`fadvise(WILLNEED)` on the ring's workers: the advice may block, the loop does not).
+    /// Fire and forget: no completion is reported, and the descriptor may close at once (the
+    /// kernel took its own reference at submission). Nothing happens on a kernel without
+    /// `IORING_OP_FADVISE`.
+    pub fn advise_will_need(&mut self, file: BorrowedFd<'_>, offset: u64, len: u64) {
+        if !self.advises || len == 0 {
+            return;
+        }
+        let len = libc::off_t::try_from(len).unwrap_or(libc::off_t::MAX);
+        let entry =
+            opcode::Fadvise::new(types::Fd(file.as_raw_fd()), len, libc::POSIX_FADV_WILLNEED)
+                .offset(offset)
+                .build()
+                .user_data(ADVICE_TAG);
+        self.push_entry(&entry);
+    }
+
     /// Whether an operation's error says it was cancelled (`ECANCELED`).
     pub fn was_cancelled(e: &io::Error) -> bool {
         e.raw_os_error() == Some(libc::ECANCELED)
@@ -532,7 +555,7 @@ impl Ring {
         cq.sync();
         ready.extend(cq.map(|c| (c.user_data(), c.result(), c.flags())));
         for (user_data, result, flags) in ready.drain(..) {
-            if user_data == CANCEL_TAG {
+            if user_data == CANCEL_TAG || user_data == ADVICE_TAG {
                 continue;
             }
             if let Some(c) = self.complete(user_data, result, cqueue::more(flags)) {
@@ -620,7 +643,7 @@ impl Ring {
         slot.queued = crate::debox::enabled().then(|| (Instant::now(), self.enters));
         self.live += 1;
         let user_data = (u64::from(slot.generation) << 32) | index as u64;
-        debug_assert_ne!(user_data, CANCEL_TAG);
+        debug_assert!(user_data != CANCEL_TAG && user_data != ADVICE_TAG);
         self.push_entry(&entry.user_data(user_data));
         OpId(user_data)
     }
@@ -632,7 +655,7 @@ impl Ring {
             // data (the empty path of statx). A slot's `Held` is moved out only in `complete`,
             // when the kernel has posted the operation's final completion, or leaked by `Drop`
             // when that completion cannot be awaited; boxed and heap storage does not move when
-            // the slot table grows. Cancel entries point to no memory at all.
+            // the slot table grows. Cancel and advice entries point to no memory at all.
             if unsafe { self.ring.submission().push(entry) }.is_ok() {
                 return;
             }
@@ -827,5 +850,32 @@ mod tests {
         let _client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let Event::Accepted(Ok((fd, _))) = wait_one(&mut ring).event else { panic!() };
         assert!(rustix::net::sockopt::tcp_nodelay(&fd).unwrap());
+    }
+
+    #[test]
+    fn advice_brings_pages_in_and_reports_nothing() {
+        let dir = std::env::temp_dir().join(format!("amped-uring-advice-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("big");
+        std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
+        let file = File::open(&path).unwrap();
+        file.sync_all().unwrap(); // written back, so its pages can go
+        crate::residency::evict(&file).unwrap();
+        let (at, len) = (256 << 10, 128 << 10);
+        if crate::residency::is_resident(&file, at, len).unwrap_or(true) {
+            eprintln!("skipped: this file system keeps the pages of {path:?}");
+            return std::fs::remove_dir_all(&dir).unwrap();
+        }
+        let mut ring = Ring::new(8).unwrap();
+        ring.advise_will_need(file.as_fd(), at, len);
+        let (deadline, mut out) = (Instant::now() + Duration::from_secs(5), Vec::new());
+        while !crate::residency::is_resident(&file, at, len).unwrap() {
+            assert!(Instant::now() < deadline, "the advised pages never came in");
+            ring.submit_and_wait(Duration::from_millis(20)).unwrap();
+            ring.completions(&mut out);
+        }
+        assert!(out.is_empty(), "advice reports no completion: {out:?}");
+        assert_eq!(ring.in_flight(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

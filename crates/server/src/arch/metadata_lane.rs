@@ -47,7 +47,7 @@
 //! every thread — those added too — is joined.
 
 use super::coalesce::Coalescer;
-use super::slow_gate::{STALL, SlowGate};
+use super::slow_gate::{STALL, SlowGate, fold_average};
 use crate::cache::lock;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -387,10 +387,8 @@ impl<T: Send + 'static> Crew<T> {
     /// Folds a job's run time into the moving average (one eighth per job; concurrent updates
     /// may lose one, which an average can afford).
     fn ran_for(&self, took: Duration) {
-        let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         let old = self.service_ns.load(Ordering::Relaxed);
-        let new = if old == 0 { took } else { old - old / 8 + took / 8 };
-        self.service_ns.store(new.max(1), Ordering::Relaxed);
+        self.service_ns.store(fold_average(old, took), Ordering::Relaxed);
     }
 
     /// Applies the growth rule for a job queued at `at` that this thread has just taken.

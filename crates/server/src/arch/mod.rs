@@ -21,6 +21,7 @@ pub mod read_lane;
 pub mod slow_gate;
 pub mod sped;
 pub mod staged;
+pub mod turn_queues;
 pub mod uring;
 pub mod waiting_room;
 

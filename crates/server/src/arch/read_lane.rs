@@ -1,5 +1,5 @@
 //! The read lane's queue: jobs that move file data, new requests and transfers under way
-//! served in turn.
+//! served in turn ([`super::turn_queues`], the order io_uring's disk gate keeps too).
 //!
 //! A single FIFO of jobs serves a large file badly when the disk is the bottleneck: each of
 //! its chunks joins the back of the queue, behind every request that arrived since its
@@ -27,10 +27,9 @@
 //! the lane.
 
 use super::disk_concurrency::DiskConcurrency;
+use super::turn_queues::TurnQueues;
 use crate::config::TransferOrder;
 use crate::pipeline::Job;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -45,13 +44,8 @@ pub struct ReadLane {
 }
 
 struct State {
-    /// First chunks of responses, in arrival order.
-    fresh: BinaryHeap<Reverse<Aged<(u64, Job)>>>,
-    /// Chunks of transfers under way, oldest response first.
-    continuing: BinaryHeap<Reverse<Aged<(u64, Job)>>>,
-    /// The next pop prefers `continuing`.
-    continuing_turn: bool,
-    next_seq: u64,
+    /// New responses' first chunks and transfers' chunks, in turn.
+    queues: TurnQueues<(u64, Job)>,
     closed: bool,
     /// Jobs being run by helpers now.
     in_service: usize,
@@ -61,67 +55,11 @@ struct State {
     progress: Instant,
 }
 
-impl State {
-    /// The next job: from the queue whose turn it is, else from the other.
-    fn take(&mut self) -> Option<(u64, Job)> {
-        let (first, second) = if self.continuing_turn {
-            (&mut self.continuing, &mut self.fresh)
-        } else {
-            (&mut self.fresh, &mut self.continuing)
-        };
-        let took_first = first.peek().is_some();
-        let Reverse(q) = first.pop().or_else(|| second.pop())?;
-        // The other queue goes next if this one's turn was used.
-        self.continuing_turn ^= took_first;
-        Some(q.item)
-    }
-
-    fn len(&self) -> usize {
-        self.fresh.len() + self.continuing.len()
-    }
-}
-
-/// An item ordered by the age of the response it serves, then by when it was queued: the
-/// order of both of amped's disk queues (this lane and io_uring's disk gate).
-pub(crate) struct Aged<T> {
-    since: Instant,
-    seq: u64,
-    /// What waits.
-    pub item: T,
-}
-
-impl<T> Aged<T> {
-    /// `item`, serving a response that began at `since`, queued as the `seq`-th.
-    pub fn new(since: Instant, seq: u64, item: T) -> Aged<T> {
-        Aged { since, seq, item }
-    }
-}
-
-impl<T> PartialEq for Aged<T> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.since, self.seq) == (other.since, other.seq)
-    }
-}
-impl<T> Eq for Aged<T> {}
-impl<T> PartialOrd for Aged<T> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<T> Ord for Aged<T> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.since, self.seq).cmp(&(other.since, other.seq))
-    }
-}
-
 impl ReadLane {
     /// An empty lane serving transfers under way in `order`, `bound` jobs at a time.
     pub fn new(order: TransferOrder, bound: DiskConcurrency) -> ReadLane {
         let state = State {
-            fresh: BinaryHeap::new(),
-            continuing: BinaryHeap::new(),
-            continuing_turn: false,
-            next_seq: 0,
+            queues: TurnQueues::new(),
             closed: false,
             in_service: 0,
             bound,
@@ -147,13 +85,10 @@ impl ReadLane {
             _ => Instant::now(),
         };
         let mut st = self.lock();
-        if st.len() == 0 && st.in_service == 0 {
+        if st.queues.len() == 0 && st.in_service == 0 {
             st.progress = Instant::now(); // an idle lane has not stalled
         }
-        let seq = st.next_seq;
-        st.next_seq += 1;
-        let queue = if continues { &mut st.continuing } else { &mut st.fresh };
-        queue.push(Reverse(Aged::new(since, seq, (token, job))));
+        st.queues.push(since, continues, (token, job));
         drop(st);
         self.ready.notify_one();
     }
@@ -169,7 +104,7 @@ impl ReadLane {
             }
             let stalled = st.progress.elapsed() >= STALL;
             if (st.in_service < st.bound.limit() || stalled)
-                && let Some(item) = st.take()
+                && let Some(item) = st.queues.take()
             {
                 st.in_service += 1;
                 if stalled {
@@ -177,7 +112,7 @@ impl ReadLane {
                 }
                 return Some(item);
             }
-            st = if st.len() > 0 {
+            st = if st.queues.len() > 0 {
                 // Jobs wait for a place: look again when the stall period would end.
                 self.ready.wait_timeout(st, STALL / 4).unwrap_or_else(|e| e.into_inner()).0
             } else {
@@ -192,7 +127,7 @@ impl ReadLane {
         st.in_service = st.in_service.saturating_sub(1);
         let now = Instant::now();
         st.progress = now;
-        let (before, waiting) = (st.bound.limit(), st.len());
+        let (before, waiting) = (st.bound.limit(), st.queues.len());
         st.bound.finished(now, bytes, waiting);
         let grew = st.bound.limit() > before;
         drop(st);
@@ -205,12 +140,12 @@ impl ReadLane {
 
     /// Whether a chunk of a transfer under way waits for a helper.
     pub fn transfers_wait(&self) -> bool {
-        !self.lock().continuing.is_empty()
+        self.lock().queues.transfers_wait()
     }
 
     /// Jobs waiting.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().queues.len()
     }
 
     /// The bound on jobs at the disk at once, now.

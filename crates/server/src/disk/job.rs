@@ -7,6 +7,7 @@
 //! descriptor and metadata back, so the event loop never repeats a file-system operation
 //! hoping it will now hit the cache.
 
+use super::ask_ahead;
 use super::open::{OpenRules, open_blocking};
 use super::translate::{TranslateRequest, Translation, translate};
 use crate::cache::file::ReadInFlight;
@@ -162,8 +163,9 @@ impl Job {
             }
             Job::Fill { reading, offset, len, mut pipe, since, .. } => {
                 let file = &reading.file().file;
-                let pieces = pieces_ahead(cfg.fill_ahead, cfg.fill_ahead_after, since.elapsed());
-                ask_ahead(file, offset, len, pieces);
+                let pieces =
+                    ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, since.elapsed());
+                ask_ahead::advise(file, ask_ahead::range(offset, offset + len, pieces, 0));
                 let moved = pipe.fill(file, offset, len as usize);
                 JobDone::Filled(pipe, moved)
             }
@@ -215,29 +217,6 @@ impl Resolved {
     }
 }
 
-/// The size of one piece a fill asks the disk for ahead of reading it: the kernel's usual
-/// read-ahead window, which is also what one `WILLNEED` advice starts at most.
-const PIECE: u64 = 128 << 10;
-
-/// How many pieces a fill asks ahead for: `--fill-ahead`'s, once the transfer has been under
-/// way for `--fill-ahead-after` (so only the few long transfers take a deeper share of the
-/// disk's queue, and a new response's first fill does not put reads ahead of others').
-fn pieces_ahead(fill_ahead: u64, after: std::time::Duration, age: std::time::Duration) -> u64 {
-    if age >= after { fill_ahead } else { 0 }
-}
-
-/// With `--fill-ahead N`: asks the kernel to start reading up to `N` pieces of `offset..+len`
-/// after the first (one advice per piece, since one advice starts at most a read-ahead
-/// window), so they wait in the disk's queue together rather than one after another.
-fn ask_ahead(file: &File, offset: u64, len: u64, pieces: u64) {
-    let end = offset + len.min(PIECE * (pieces + 1));
-    let mut at = offset + PIECE;
-    while at < end {
-        let _ = amped_sys::files::will_need(file, at, PIECE.min(end - at));
-        at += PIECE;
-    }
-}
-
 /// Faults the range into the page cache by reading it (the helper blocks, the loop does not).
 fn read_ahead(file: &File, offset: u64, len: u64) {
     thread_local! {
@@ -255,28 +234,4 @@ fn read_ahead(file: &File, offset: u64, len: u64) {
             }
         }
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::pieces_ahead;
-    use std::time::Duration;
-
-    #[test]
-    fn only_transfers_under_way_long_enough_ask_ahead() {
-        let ms = Duration::from_millis;
-        for (fill_ahead, after, age, want) in [
-            (3, ms(0), ms(0), 3),       // the default: every fill asks ahead
-            (3, ms(1000), ms(10), 0),   // a new response does not
-            (3, ms(1000), ms(999), 0),  // nor one just under the age
-            (3, ms(1000), ms(1000), 3), // one that old does
-            (0, ms(0), ms(5000), 0),    // with none configured, none
-        ] {
-            assert_eq!(
-                pieces_ahead(fill_ahead, after, age),
-                want,
-                "{fill_ahead} {after:?} {age:?}"
-            );
-        }
-    }
 }

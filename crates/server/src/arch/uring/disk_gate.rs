@@ -1,21 +1,25 @@
 //! Cold file reads under io_uring: at most the disk-concurrency bound on the disk at once
 //! (adapted to the disk's throughput unless `--disk-concurrency` fixes it, see
-//! [`crate::arch::disk_concurrency`]), the others waiting in user space, oldest response first.
+//! [`crate::arch::disk_concurrency`]), the others waiting in user space in the read lane's
+//! order ([`crate::arch::turn_queues`]: new responses and transfers under way in turn, the
+//! oldest transfer first).
 //!
 //! Without a gate every connection's read goes to the kernel at once, and the disk serves them
 //! in arrival order: behind a saturated disk each chunk of a large file queues behind every
 //! request that arrived since its previous chunk, so a large transfer can wait minutes (the
-//! same unfairness [`crate::arch::read_lane`] removes for AMPED's helpers). Reads of pages
-//! already in memory (the residency test says so) never wait here: they complete during
-//! submission.
+//! same unfairness [`crate::arch::read_lane`] removes for AMPED's helpers). A response's reads
+//! of pages already in memory (the residency test says so) never wait here — until one of its
+//! reads has found the disk: from then on all of them take the gate, because the kernel's
+//! read-ahead puts a transfer's next pages in flight, the residency test counts pages in flight
+//! as present, and reads let past the gate that way shared the disk among every transfer at
+//! once, outside this order.
 
 use crate::arch::disk_concurrency::DiskConcurrency;
-use crate::arch::read_lane::Aged;
+use crate::arch::turn_queues::TurnQueues;
 use crate::cache::FileEntry;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use crate::config::TransferOrder;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// A read waiting for a disk slot.
 pub(super) struct ColdRead {
@@ -27,29 +31,18 @@ pub(super) struct ColdRead {
     pub max: usize,
 }
 
-/// How far ahead of newer work an older response's job may go (one queue here): pure oldest-first would let long transfers starve new requests, pure FIFO
-/// queues a large file's every chunk behind everything newer.
-pub(crate) const MAX_HEAD_START: Duration = Duration::from_millis(500);
-
-/// The ordering key of a read queued at `now` for a response that began at `since`: its start,
-/// but never more than [`MAX_HEAD_START`] before `now`.
-pub(crate) fn queue_key(since: Option<Instant>, now: Instant) -> Instant {
-    let floor = now.checked_sub(MAX_HEAD_START).unwrap_or(now);
-    since.map_or(now, |s| s.max(floor))
-}
-
 /// The gate: slots in use and the reads waiting for one.
 pub(super) struct DiskGate {
     bound: DiskConcurrency,
+    order: TransferOrder,
     in_flight: usize,
-    seq: u64,
-    waiting: BinaryHeap<Reverse<Aged<ColdRead>>>,
+    waiting: TurnQueues<ColdRead>,
 }
 
 impl DiskGate {
-    /// A gate letting `bound` cold reads run at once.
-    pub fn new(bound: DiskConcurrency) -> DiskGate {
-        DiskGate { bound, in_flight: 0, seq: 0, waiting: BinaryHeap::new() }
+    /// A gate letting `bound` cold reads run at once, transfers under way in `order`.
+    pub fn new(bound: DiskConcurrency, order: TransferOrder) -> DiskGate {
+        DiskGate { bound, order, in_flight: 0, waiting: TurnQueues::new() }
     }
 
     /// Takes a slot if one is free (then the caller submits the read).
@@ -59,11 +52,11 @@ impl DiskGate {
         free
     }
 
-    /// Queues a read of the response that began at `since` until a slot frees.
-    pub fn wait(&mut self, since: Instant, read: ColdRead) {
-        self.seq += 1;
-        let key = queue_key(Some(since), Instant::now());
-        self.waiting.push(Reverse(Aged::new(key, self.seq, read)));
+    /// Queues a read of the response that began at `since` until a slot frees (`continues`:
+    /// part of its body was sent; `--transfer-order fair` queues those by arrival).
+    pub fn wait(&mut self, since: Instant, continues: bool, read: ColdRead) {
+        let fair = continues && self.order == TransferOrder::Fair;
+        self.waiting.push(if fair { Instant::now() } else { since }, continues, read);
     }
 
     /// A cold read finished, having moved `bytes`: its slot frees, and the bound learns
@@ -83,9 +76,14 @@ impl DiskGate {
         if self.in_flight >= self.bound.limit() {
             return None;
         }
-        let Reverse(w) = self.waiting.pop()?;
+        let read = self.waiting.take()?;
         self.in_flight += 1;
-        Some(w.item)
+        Some(read)
+    }
+
+    /// Whether reads wait for a slot (the open gate holds slow opens back then).
+    pub fn reads_wait(&self) -> bool {
+        self.waiting.len() > 0
     }
 
     /// Reads waiting for a slot.
@@ -109,28 +107,18 @@ mod tests {
     }
 
     #[test]
-    fn an_old_response_jumps_at_most_the_head_start() {
-        let now = Instant::now() + Duration::from_secs(10);
-        let long_ago = now - Duration::from_secs(5);
-        assert_eq!(queue_key(Some(long_ago), now), now - MAX_HEAD_START);
-        let recent = now - Duration::from_millis(100);
-        assert_eq!(queue_key(Some(recent), now), recent);
-        assert_eq!(queue_key(None, now), now);
-    }
-
-    #[test]
     fn slots_are_bounded_and_waiting_reads_start_oldest_first() {
-        let mut gate = DiskGate::new(DiskConcurrency::fixed(2));
+        let mut gate = DiskGate::new(DiskConcurrency::fixed(2), TransferOrder::Oldest);
         assert!(gate.try_start() && gate.try_start());
         assert!(!gate.try_start(), "third read must wait");
         let t0 = Instant::now();
-        gate.wait(t0 + Duration::from_millis(5), read(1));
-        gate.wait(t0, read(2));
-        gate.wait(t0 + Duration::from_millis(5), read(3));
+        gate.wait(t0 + Duration::from_millis(5), true, read(1));
+        gate.wait(t0, true, read(2));
+        gate.wait(t0 + Duration::from_millis(5), true, read(3));
         assert_eq!(gate.waiting(), 3);
         assert!(gate.next().is_none(), "no slot free yet");
         gate.finished(1);
-        assert_eq!(gate.next().map(|r| r.token), Some(2), "the oldest response first");
+        assert_eq!(gate.next().map(|r| r.token), Some(2), "the oldest transfer first");
         assert!(gate.next().is_none());
         gate.finished(1);
         gate.released();

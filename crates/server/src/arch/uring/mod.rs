@@ -24,6 +24,7 @@
 
 mod disk_gate;
 mod open;
+mod open_gate;
 mod send;
 mod tls;
 
@@ -32,6 +33,8 @@ use super::conn_table::ConnTable;
 use super::disk_concurrency::DiskConcurrency;
 use super::job_results::{JobRunner, ResumesJobs};
 use super::lifecycle::{AcceptPause, Lifecycle, Phase, Stop, TICK};
+use super::metadata_lane::LaneSize;
+use crate::disk::ask_ahead;
 use crate::disk::translate::Translation;
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
 use crate::tls::TlsContext;
@@ -39,6 +42,7 @@ use amped_sys::residency;
 use amped_sys::uring::{Completion, Event, OpId, Ring};
 use disk_gate::{ColdRead, DiskGate};
 use open::{OpenStep, Opening};
+use open_gate::{OpenGate, WaitingOpen};
 use send::{CHUNK, Next, Sending};
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -127,6 +131,8 @@ enum Doing {
     SendingTls { op: OpId },
     /// A job on a helper thread (no ring operation).
     AtHelper,
+    /// Waiting for its turn to open a file on the ring ([`open_gate`]; no ring operation).
+    WaitingToOpen,
     /// Opening a file on the ring.
     Opening { op: OpId, opening: Box<Opening> },
     /// Sending a response: its send or file read in flight, or none while the read waits
@@ -147,7 +153,9 @@ impl Doing {
             | Doing::SendingTls { op }
             | Doing::Opening { op, .. } => Some(*op),
             Doing::Responding { op, .. } => *op,
-            Doing::Deciding | Doing::AtHelper | Doing::Closing { .. } => None,
+            Doing::Deciding | Doing::AtHelper | Doing::WaitingToOpen | Doing::Closing { .. } => {
+                None
+            }
         }
     }
 
@@ -173,6 +181,8 @@ struct UringLoop {
     done: Vec<(u64, JobDone)>,
     /// Cold file reads in flight and waiting.
     gate: DiskGate,
+    /// Opens on the ring running and waiting.
+    opens: OpenGate,
     /// Receive buffers of connections that went to sleep, for the next ones to wake.
     spare_recv: Vec<Vec<u8>>,
     /// Receive buffers freed since the last sweep.
@@ -192,7 +202,11 @@ impl UringLoop {
         listener: TcpListener,
     ) -> Self {
         UringLoop {
-            gate: DiskGate::new(DiskConcurrency::configured(pipeline.config())),
+            gate: DiskGate::new(
+                DiskConcurrency::configured(pipeline.config()),
+                pipeline.config().transfer_order,
+            ),
+            opens: OpenGate::new(LaneSize::configured(pipeline.config()).one_when_slow),
             spare_recv: Vec::new(),
             freed_recv: 0,
             ended_since_idle: false,
@@ -336,22 +350,34 @@ impl UringLoop {
                 c.phase = Phase::Send;
                 c.deadline = Phase::Send.deadline(&self.pipeline, Instant::now());
             }
-            (Next::Read { file, offset, max, buf }, _) => {
+            (Next::Read { file, offset, mut max, buf }, _) => {
                 c.phase = Phase::Parked;
-                let cold = !residency::is_resident(&file.file, offset, max as u64).unwrap_or(true);
-                if cold {
+                // Once a transfer has met the disk, every further read of it takes the gate
+                // (see disk_gate.rs: read-ahead in flight looks resident).
+                let missed =
+                    !residency::is_resident(&file.file, offset, max as u64).unwrap_or(true);
+                if missed {
                     self.pipeline.chunk_not_resident(&file);
+                }
+                let cold = missed || out.met_disk;
+                out.met_disk = cold;
+                let cfg = self.pipeline.config();
+                let pieces =
+                    ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, out.since.elapsed());
+                for (at, len) in ask_ahead::split(out.ask_ahead(offset, pieces)) {
+                    self.ring.advise_will_need(file.file.as_fd(), at, len);
+                }
+                if cold {
+                    max = out.cold_read_len(offset);
                     if !self.gate.try_start() {
                         // No buffer waits for the disk: behind a capped disk every connection
                         // may queue here, and 128 KiB each of memory they had touched put a
                         // 128 MiB server over its limit. One is taken when the read starts.
-                        if spare.len() < SPARE_BUFFERS {
-                            spare.push(buf);
-                        }
-                        let since = out.since;
+                        keep_spare(spare, buf);
+                        let (since, continues) = (out.since, out.body_sent() > 0);
                         c.doing = Doing::Responding { out, op: None };
                         let read = ColdRead { token, file, offset, max };
-                        return self.gate.wait(since, read);
+                        return self.gate.wait(since, continues, read);
                     }
                     out.cold_read = true;
                 }
@@ -408,8 +434,13 @@ impl UringLoop {
         self.conns[key].phase = Phase::Parked;
         match job {
             Job::Resolve { url_path, known: Some(Translation::File(path, _)), .. } => {
-                let step = Opening::start(url_path, path, &mut self.ring, token);
-                self.on_open_step(key, step);
+                if self.opens.try_start(self.gate.reads_wait()) {
+                    let step = Opening::start(url_path, path, &mut self.ring, token);
+                    self.on_open_step(key, step);
+                } else {
+                    self.conns[key].doing = Doing::WaitingToOpen;
+                    self.opens.wait(WaitingOpen { token, url_path, path });
+                }
             }
             job => match self.helpers.submit(token, job) {
                 Some(done) => {
@@ -426,8 +457,25 @@ impl UringLoop {
         match step {
             OpenStep::Submitted(opening, op) => c.doing = Doing::Opening { op, opening },
             OpenStep::Done(resolved) => {
+                // A ring open's result is dated when the open began.
+                self.opens.ended(Some(resolved.at.elapsed()));
                 let step = self.pipeline.resume(&mut c.state, JobDone::Resolved(resolved));
                 self.on_step(key, step);
+                self.start_waiting_opens();
+            }
+        }
+    }
+
+    /// Starts the opens waiting for their turn while the open gate lets them, skipping those
+    /// whose connection has gone.
+    fn start_waiting_opens(&mut self) {
+        while let Some(w) = self.opens.next(self.gate.reads_wait()) {
+            match self.conns.live_key(w.token) {
+                Some(key) if matches!(self.conns[key].doing, Doing::WaitingToOpen) => {
+                    let step = Opening::start(w.url_path, w.path, &mut self.ring, w.token);
+                    self.on_open_step(key, step);
+                }
+                _ => self.opens.ended(None),
             }
         }
     }
@@ -452,7 +500,7 @@ impl UringLoop {
             }
             Doing::Responding { out, .. } => self.on_response_event(key, out, event),
             // No operation of the connection's was in flight: fail safe.
-            Doing::Deciding | Doing::AtHelper => self.close(key),
+            Doing::Deciding | Doing::AtHelper | Doing::WaitingToOpen => self.close(key),
         }
     }
 
@@ -508,6 +556,7 @@ impl UringLoop {
                 if was_cold {
                     self.gate.finished(n as u64);
                     self.start_waiting_reads();
+                    self.start_waiting_opens();
                 }
             }
             _ => self.finalize(key, Some(out)),
@@ -552,7 +601,11 @@ impl UringLoop {
             return;
         }
         let op = c.doing.op();
+        let opening = matches!(c.doing, Doing::Opening { .. });
         let out = std::mem::take(&mut c.doing).into_response();
+        if opening {
+            self.opens.ended(None); // abandoned: its cancelled operation still completes
+        }
         match op {
             Some(op) => {
                 self.ring.cancel(op);
@@ -601,13 +654,12 @@ impl UringLoop {
 
     /// Keeps a chunk buffer for reuse.
     fn recycle(&mut self, buf: Vec<u8>) {
-        if self.spare.len() < SPARE_BUFFERS {
-            self.spare.push(buf);
-        }
+        keep_spare(&mut self.spare, buf);
     }
 
     fn sweep(&mut self, now: Instant) {
         self.doze_idle(now);
+        self.start_waiting_opens(); // a stalled open lets one more go; reads may wait no more
         let expired: Vec<usize> = self
             .conns
             .iter()
@@ -704,5 +756,13 @@ impl ResumesJobs for UringLoop {
         c.doing = Doing::Deciding;
         let step = self.pipeline.resume(&mut c.state, done);
         self.on_step(key, step);
+    }
+}
+
+/// Keeps a chunk buffer for reuse, unless enough are kept or it grew past a chunk (a read from
+/// the disk of up to 1 MiB: kept, every idle one would hold that much).
+fn keep_spare(spare: &mut Vec<Vec<u8>>, buf: Vec<u8>) {
+    if spare.len() < SPARE_BUFFERS && buf.capacity() <= CHUNK {
+        spare.push(buf);
     }
 }

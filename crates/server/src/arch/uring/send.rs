@@ -10,13 +10,21 @@
 //! what the ring is meant to avoid. Read + send stays fully asynchronous (see
 //! docs/ARCHITECTURE.md, "Why read + send, not splice"), so `--no-zero-copy` changes nothing here.
 
+use crate::disk::ask_ahead;
+use crate::fill_size::FillSize;
 use crate::pipeline::{Body, Response};
 use crate::send_plan::{HeadGoes, Piece, SendPlan};
 use amped_sys::uring::{Chunk, Gather};
+use std::ops::Range;
 use std::sync::Arc;
 
-/// Largest file chunk read and sent in one round.
+/// Largest file chunk read and sent in one round while the body is in memory.
 pub(super) const CHUNK: usize = 128 << 10;
+
+/// Largest read of a response that met the disk (as much as one of AMPED's pipe fills): its
+/// reads grow to this ([`crate::fill_size`]), so a large transfer queues at the disk gate
+/// fewer times.
+const MAX_COLD_READ: u64 = 1 << 20;
 
 /// What to do next for a response.
 pub(super) enum Next {
@@ -38,6 +46,13 @@ pub(super) struct Sending {
     pub since: std::time::Instant,
     /// The read in flight holds one of the disk gate's slots.
     pub cold_read: bool,
+    /// A read of this response found its chunk not in memory: from then on its reads take
+    /// the disk gate and ask ahead.
+    pub met_disk: bool,
+    /// The file offset up to which the disk was asked ahead (`--fill-ahead`; 0: not yet).
+    asked_to: u64,
+    /// How much its next read from the disk takes.
+    fill: FillSize,
     /// Which bytes go next.
     plan: SendPlan,
     /// The unsent bytes in hand (head, in-memory body or the chunk read); `None` while the
@@ -60,6 +75,9 @@ impl Sending {
             resp,
             since: std::time::Instant::now(),
             cold_read: false,
+            met_disk: false,
+            asked_to: 0,
+            fill: FillSize::default(),
             plan,
             gather: Some(Gather { head, head_from: 0, body, body_range }),
         }
@@ -102,6 +120,28 @@ impl Sending {
                 Next::Done
             }
         }
+    }
+
+    /// How many bytes the read at `offset` takes, now that it goes to the disk: growing trip by
+    /// trip ([`crate::fill_size`]), at most the rest of the body.
+    pub fn cold_read_len(&mut self, offset: u64) -> usize {
+        let Body::File { offset: start, len, .. } = &self.resp.body else { return 0 };
+        let remaining = (start + len).saturating_sub(offset);
+        self.fill.take(remaining, MAX_COLD_READ) as usize
+    }
+
+    /// What to ask the disk for ahead of the read at `offset` (`--fill-ahead`, see
+    /// [`crate::disk::ask_ahead`]): `pieces` pieces after it, within the body, each only once,
+    /// once the response has met the disk ([`Sending::met_disk`]): a file all in memory never
+    /// asks.
+    pub fn ask_ahead(&mut self, offset: u64, pieces: u64) -> Range<u64> {
+        let Body::File { offset: start, len, .. } = &self.resp.body else { return 0..0 };
+        if !self.met_disk {
+            return 0..0;
+        }
+        let r = ask_ahead::range(offset, start + len, pieces, self.asked_to);
+        self.asked_to = self.asked_to.max(r.end);
+        r
     }
 
     /// A chunk of `n` bytes was read into `buf`. Zero means the file ended before the length
@@ -220,5 +260,29 @@ mod tests {
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].len(), "HTTP/1.1 200 OK\r\n\r\n".len() + CHUNK);
         assert!(close);
+    }
+
+    #[test]
+    fn a_transfer_asks_ahead_once_it_met_the_disk_and_never_when_in_memory() {
+        let p = ask_ahead::PIECE;
+        let mut warm = Sending::new(file_response(20 * p));
+        assert!((0..20).all(|i| warm.ask_ahead(i * p, 3).is_empty()), "all in memory");
+        let mut cold = Sending::new(file_response(20 * p));
+        cold.met_disk = true;
+        assert!(cold.ask_ahead(0, 0).is_empty(), "too young to ask (no pieces)");
+        assert_eq!(cold.ask_ahead(p, 3), 2 * p..5 * p, "the first read old enough asks");
+        assert_eq!(cold.ask_ahead(2 * p, 3), 5 * p..6 * p, "then every read, each piece once");
+        assert!(cold.ask_ahead(19 * p, 3).is_empty(), "nothing past the body");
+    }
+
+    #[test]
+    fn reads_from_the_disk_grow_and_a_short_body_goes_in_one() {
+        let k = 1 << 10;
+        let mut big = Sending::new(file_response(100 << 20));
+        let lens: Vec<usize> = (0..5).map(|i| big.cold_read_len(i << 20)).collect();
+        assert_eq!(lens, [128 * k, 256 * k, 512 * k, 1024 * k, 1024 * k]);
+        let mut small = Sending::new(file_response(200 * k as u64));
+        assert_eq!(small.cold_read_len(0), 200 * k, "a cold 200 KiB body in one read");
+        assert_eq!(small.cold_read_len(150 * k as u64), 50 * k, "never past the body");
     }
 }
