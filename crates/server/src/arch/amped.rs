@@ -26,6 +26,7 @@ use super::metadata_lane::{LaneSize, MetadataLane, Pushed, RETIRE_AFTER};
 use super::read_lane::ReadLane;
 use crate::pipeline::{Job, JobDone, Pipeline};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 /// The helper threads serving one event loop: metadata helpers and read helpers.
@@ -43,6 +44,16 @@ impl HelperPool {
     /// [`super::metadata_lane`]) and the read helpers running jobs of `pipeline`: as many as
     /// the read lane's disk-concurrency bound may reach (`--helpers` when it is fixed there).
     pub fn start(pipeline: Arc<Pipeline>) -> std::io::Result<Self> {
+        HelperPool::start_yielding(pipeline, None)
+    }
+
+    /// As [`HelperPool::start`], with the metadata lane's slow gate also closing while
+    /// `transfers_wait_elsewhere` is set (io_uring's transfers wait at its own disk gate,
+    /// not in this pool's read lane).
+    pub fn start_yielding(
+        pipeline: Arc<Pipeline>,
+        transfers_wait_elsewhere: Option<Arc<AtomicBool>>,
+    ) -> std::io::Result<Self> {
         let (results, reporter) = JobResults::new()?;
         let cfg = pipeline.config();
         let data = Arc::new(ReadLane::new(cfg.transfer_order, DiskConcurrency::configured(cfg)));
@@ -54,7 +65,12 @@ impl HelperPool {
             if cfg.coalesce_resolves { resolve_key } else { |_: &(u64, Job)| None },
             {
                 let data = data.clone();
-                move || data.transfers_wait()
+                move || {
+                    data.transfers_wait()
+                        || transfers_wait_elsewhere
+                            .as_ref()
+                            .is_some_and(|f| f.load(Ordering::Relaxed))
+                }
             },
             move |(token, job)| {
                 crate::metrics::helper_queue(-1);

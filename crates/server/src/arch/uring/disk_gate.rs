@@ -19,6 +19,7 @@ use crate::arch::turn_queues::TurnQueues;
 use crate::cache::FileEntry;
 use crate::config::TransferOrder;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// A read waiting for a disk slot.
@@ -37,12 +38,25 @@ pub(super) struct DiskGate {
     order: TransferOrder,
     in_flight: usize,
     waiting: TurnQueues<ColdRead>,
+    /// Set while a read of a transfer under way waits (the metadata lane's slow gate reads it).
+    transfers_wait: Arc<AtomicBool>,
 }
 
 impl DiskGate {
     /// A gate letting `bound` cold reads run at once, transfers under way in `order`.
     pub fn new(bound: DiskConcurrency, order: TransferOrder) -> DiskGate {
-        DiskGate { bound, order, in_flight: 0, waiting: TurnQueues::new() }
+        let transfers_wait = Arc::new(AtomicBool::new(false));
+        DiskGate { bound, order, in_flight: 0, waiting: TurnQueues::new(), transfers_wait }
+    }
+
+    /// A flag set while a read of a transfer under way waits here, for the helpers' metadata
+    /// lane ([`crate::arch::slow_gate`]: slow resolves go one at a time then).
+    pub fn transfers_wait_flag(&self) -> Arc<AtomicBool> {
+        self.transfers_wait.clone()
+    }
+
+    fn note_waiting(&self) {
+        self.transfers_wait.store(self.waiting.transfers_wait(), Ordering::Relaxed);
     }
 
     /// Takes a slot if one is free (then the caller submits the read).
@@ -57,6 +71,7 @@ impl DiskGate {
     pub fn wait(&mut self, since: Instant, continues: bool, read: ColdRead) {
         let fair = continues && self.order == TransferOrder::Fair;
         self.waiting.push(if fair { Instant::now() } else { since }, continues, read);
+        self.note_waiting();
     }
 
     /// A cold read finished, having moved `bytes`: its slot frees, and the bound learns
@@ -77,6 +92,7 @@ impl DiskGate {
             return None;
         }
         let read = self.waiting.take()?;
+        self.note_waiting();
         self.in_flight += 1;
         Some(read)
     }
@@ -112,9 +128,12 @@ mod tests {
         assert!(gate.try_start() && gate.try_start());
         assert!(!gate.try_start(), "third read must wait");
         let t0 = Instant::now();
+        let flag = gate.transfers_wait_flag();
+        assert!(!flag.load(Ordering::Relaxed));
         gate.wait(t0 + Duration::from_millis(5), true, read(1));
         gate.wait(t0, true, read(2));
         gate.wait(t0 + Duration::from_millis(5), true, read(3));
+        assert!(flag.load(Ordering::Relaxed), "transfers wait: the metadata lane is told");
         assert_eq!(gate.waiting(), 3);
         assert!(gate.next().is_none(), "no slot free yet");
         gate.finished(1);
@@ -125,5 +144,6 @@ mod tests {
         assert_eq!(gate.next().map(|r| r.token), Some(1), "equal ages in arrival order");
         assert_eq!(gate.next().map(|r| r.token), Some(3));
         assert!(gate.next().is_none() && gate.waiting() == 0);
+        assert!(!flag.load(Ordering::Relaxed), "none waits any more");
     }
 }

@@ -90,8 +90,10 @@ pub fn run(
     // The ring waits for connections itself; accepted sockets inherit TCP_NODELAY.
     listener.set_nonblocking(false)?;
     let _ = socket2::SockRef::from(&listener).set_tcp_nodelay(true); // (not on a Unix socket)
-    let helpers = HelperPool::start(pipeline.clone())?;
-    let mut ring_loop = UringLoop::new(pipeline, ring, helpers, listener);
+    let cfg = pipeline.config();
+    let gate = DiskGate::new(DiskConcurrency::configured(cfg), cfg.transfer_order);
+    let helpers = HelperPool::start_yielding(pipeline.clone(), Some(gate.transfers_wait_flag()))?;
+    let mut ring_loop = UringLoop::new(pipeline, ring, helpers, gate, listener);
     ring_loop.tls = tls;
     ring_loop.run(shutdown)
 }
@@ -199,13 +201,11 @@ impl UringLoop {
         pipeline: Arc<Pipeline>,
         ring: Ring,
         helpers: HelperPool,
+        gate: DiskGate,
         listener: TcpListener,
     ) -> Self {
         UringLoop {
-            gate: DiskGate::new(
-                DiskConcurrency::configured(pipeline.config()),
-                pipeline.config().transfer_order,
-            ),
+            gate,
             opens: OpenGate::new(LaneSize::configured(pipeline.config()).one_when_slow),
             spare_recv: Vec::new(),
             freed_recv: 0,
