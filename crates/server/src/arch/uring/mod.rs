@@ -2,9 +2,10 @@
 //! helpers (Flash §3.4). One thread, one ring. Instead of asking "is this socket ready?" and
 //! then making the call, the loop *submits* the call and the kernel completes it
 //! asynchronously: accept, receive, send, and the disk work — file reads (cold pages use the
-//! kernel's async buffered reads, so there is no residency test and no read-ahead helper) and,
-//! when the path cache already knows the translation, `openat` + `statx` (+ the small-body
-//! read). What still runs on helper threads (AMPED's [`HelperPool`]) is a full pathname
+//! kernel's async buffered reads, so there is no read-ahead helper; a response whose read found
+//! the disk waits for one of a few disk slots, [`disk_gate`]) and, when the path cache already
+//! knows the translation, `openat` + `statx` (+ the small-body read; slow ones one at a time
+//! while reads wait, [`open_gate`]). What still runs on helper threads (AMPED's [`HelperPool`]) is a full pathname
 //! translation — `canonicalize` walks and directory listings, a chain of dependent lookups
 //! with no single ring operation — once per path and revalidation period thanks to the path
 //! cache. The memory each operation lends the kernel is owned by [`amped_sys::uring::Ring`]
