@@ -13,19 +13,15 @@
 //! Should the job running have gone on for [`STALL`] (the read lane's) with others waiting (a
 //! read stuck on a dead disk or network file system), one more may go, and one more after
 //! each further [`STALL`]: a stuck job slows the lane, it cannot stop it.
-//!
-//! The rule ([`may_start`]) and the moving average ([`fold_average`]) are shared with
-//! io_uring, whose opens run on its ring rather than on a lane's threads.
 
 pub use super::read_lane::STALL;
 use crate::cache::lock;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// The gate's rule, for this blocking gate and for io_uring's ring opens
-/// ([`super::uring`]): one more job may start when none runs, when jobs are not `slow`, or
-/// when the last start or finish was `since_progress` ago, at least `stall`.
-pub fn may_start(
+/// The gate's rule: one more job may start when none runs, when jobs are not `slow`, or when
+/// the last start or finish was `since_progress` ago, at least `stall`.
+fn may_start(
     running: usize,
     slow: impl FnOnce() -> bool,
     since_progress: Duration,
@@ -100,7 +96,8 @@ impl Drop for Pass<'_> {
         st.jobs -= 1;
         st.progress = Instant::now();
         drop(st);
-        self.0.turn.notify_one();
+        // Every waiter looks again: if the lane has turned quick, all of them may go now.
+        self.0.turn.notify_all();
     }
 }
 

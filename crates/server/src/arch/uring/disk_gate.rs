@@ -97,11 +97,6 @@ impl DiskGate {
         Some(read)
     }
 
-    /// Whether reads wait for a slot (the open gate holds slow opens back then).
-    pub fn reads_wait(&self) -> bool {
-        self.waiting.len() > 0
-    }
-
     /// Reads waiting for a slot.
     #[cfg(test)]
     pub fn waiting(&self) -> usize {

@@ -4,12 +4,12 @@
 //! asynchronously: accept, receive, send, and the disk work — file reads (cold pages use the
 //! kernel's async buffered reads, so there is no read-ahead helper; a response whose read found
 //! the disk waits for one of a few disk slots, [`disk_gate`]) and, when the path cache already
-//! knows the translation, `openat` + `statx` (+ the small-body read; slow ones one at a time
-//! while reads wait, [`open_gate`]). What still runs on helper threads (AMPED's [`HelperPool`]) is a full pathname
-//! translation — `canonicalize` walks and directory listings, a chain of dependent lookups
-//! with no single ring operation — once per path and revalidation period thanks to the path
-//! cache. The memory each operation lends the kernel is owned by [`amped_sys::uring::Ring`]
-//! until its completion, so this file needs no `unsafe`.
+//! knows the translation, `openat` + `statx` (+ the small-body read). What still runs on helper threads (AMPED's
+//! [`HelperPool`]) is a full pathname translation — `canonicalize` walks and directory
+//! listings, a chain of dependent lookups with no single ring operation — once per path and
+//! revalidation period thanks to the path cache. The memory each operation lends the kernel
+//! is owned by [`amped_sys::uring::Ring`] until its completion, so this file needs no
+//! `unsafe`.
 //!
 //! HTTPS ([`tls`]): a TLS connection receives ciphertext into a buffer of its own and decrypts
 //! it into its request bytes; each gather list of a response is encrypted and the ciphertext
@@ -25,7 +25,6 @@
 
 mod disk_gate;
 mod open;
-mod open_gate;
 mod send;
 mod tls;
 
@@ -34,7 +33,6 @@ use super::conn_table::ConnTable;
 use super::disk_concurrency::DiskConcurrency;
 use super::job_results::{JobRunner, ResumesJobs};
 use super::lifecycle::{AcceptPause, Lifecycle, Phase, Stop, TICK};
-use super::metadata_lane::LaneSize;
 use crate::disk::ask_ahead;
 use crate::disk::translate::Translation;
 use crate::pipeline::{ConnState, Job, JobDone, Pipeline, Step};
@@ -43,7 +41,6 @@ use amped_sys::residency;
 use amped_sys::uring::{Completion, Event, OpId, Ring};
 use disk_gate::{ColdRead, DiskGate};
 use open::{OpenStep, Opening};
-use open_gate::{OpenGate, WaitingOpen};
 use send::{CHUNK, Next, Sending};
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -134,8 +131,6 @@ enum Doing {
     SendingTls { op: OpId },
     /// A job on a helper thread (no ring operation).
     AtHelper,
-    /// Waiting for its turn to open a file on the ring ([`open_gate`]; no ring operation).
-    WaitingToOpen,
     /// Opening a file on the ring.
     Opening { op: OpId, opening: Box<Opening> },
     /// Sending a response: its send or file read in flight, or none while the read waits
@@ -156,9 +151,7 @@ impl Doing {
             | Doing::SendingTls { op }
             | Doing::Opening { op, .. } => Some(*op),
             Doing::Responding { op, .. } => *op,
-            Doing::Deciding | Doing::AtHelper | Doing::WaitingToOpen | Doing::Closing { .. } => {
-                None
-            }
+            Doing::Deciding | Doing::AtHelper | Doing::Closing { .. } => None,
         }
     }
 
@@ -184,8 +177,6 @@ struct UringLoop {
     done: Vec<(u64, JobDone)>,
     /// Cold file reads in flight and waiting.
     gate: DiskGate,
-    /// Opens on the ring running and waiting.
-    opens: OpenGate,
     /// Receive buffers of connections that went to sleep, for the next ones to wake.
     spare_recv: Vec<Vec<u8>>,
     /// Receive buffers freed since the last sweep.
@@ -207,7 +198,6 @@ impl UringLoop {
     ) -> Self {
         UringLoop {
             gate,
-            opens: OpenGate::new(LaneSize::configured(pipeline.config()).one_when_slow),
             spare_recv: Vec::new(),
             freed_recv: 0,
             ended_since_idle: false,
@@ -435,13 +425,8 @@ impl UringLoop {
         self.conns[key].phase = Phase::Parked;
         match job {
             Job::Resolve { url_path, known: Some(Translation::File(path, _)), .. } => {
-                if self.opens.try_start(self.gate.reads_wait()) {
-                    let step = Opening::start(url_path, path, &mut self.ring, token);
-                    self.on_open_step(key, step);
-                } else {
-                    self.conns[key].doing = Doing::WaitingToOpen;
-                    self.opens.wait(WaitingOpen { token, url_path, path });
-                }
+                let step = Opening::start(url_path, path, &mut self.ring, token);
+                self.on_open_step(key, step);
             }
             job => match self.helpers.submit(token, job) {
                 Some(done) => {
@@ -458,25 +443,8 @@ impl UringLoop {
         match step {
             OpenStep::Submitted(opening, op) => c.doing = Doing::Opening { op, opening },
             OpenStep::Done(resolved) => {
-                // A ring open's result is dated when the open began.
-                self.opens.ended(Some(resolved.at.elapsed()));
                 let step = self.pipeline.resume(&mut c.state, JobDone::Resolved(resolved));
                 self.on_step(key, step);
-                self.start_waiting_opens();
-            }
-        }
-    }
-
-    /// Starts the opens waiting for their turn while the open gate lets them, skipping those
-    /// whose connection has gone.
-    fn start_waiting_opens(&mut self) {
-        while let Some(w) = self.opens.next(self.gate.reads_wait()) {
-            match self.conns.live_key(w.token) {
-                Some(key) if matches!(self.conns[key].doing, Doing::WaitingToOpen) => {
-                    let step = Opening::start(w.url_path, w.path, &mut self.ring, w.token);
-                    self.on_open_step(key, step);
-                }
-                _ => self.opens.ended(None),
             }
         }
     }
@@ -501,7 +469,7 @@ impl UringLoop {
             }
             Doing::Responding { out, .. } => self.on_response_event(key, out, event),
             // No operation of the connection's was in flight: fail safe.
-            Doing::Deciding | Doing::AtHelper | Doing::WaitingToOpen => self.close(key),
+            Doing::Deciding | Doing::AtHelper => self.close(key),
         }
     }
 
@@ -557,7 +525,6 @@ impl UringLoop {
                 if was_cold {
                     self.gate.finished(n as u64);
                     self.start_waiting_reads();
-                    self.start_waiting_opens();
                 }
             }
             _ => self.finalize(key, Some(out)),
@@ -602,11 +569,7 @@ impl UringLoop {
             return;
         }
         let op = c.doing.op();
-        let opening = matches!(c.doing, Doing::Opening { .. });
         let out = std::mem::take(&mut c.doing).into_response();
-        if opening {
-            self.opens.ended(None); // abandoned: its cancelled operation still completes
-        }
         match op {
             Some(op) => {
                 self.ring.cancel(op);
@@ -660,7 +623,6 @@ impl UringLoop {
 
     fn sweep(&mut self, now: Instant) {
         self.doze_idle(now);
-        self.start_waiting_opens(); // a stalled open lets one more go; reads may wait no more
         let expired: Vec<usize> = self
             .conns
             .iter()
