@@ -47,7 +47,7 @@
 //! every thread — those added too — is joined.
 
 use super::coalesce::Coalescer;
-use super::slow_gate::{STALL, SlowGate, fold_average};
+use super::slow_gate::{STALL, SlowGate};
 use crate::cache::lock;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -387,8 +387,10 @@ impl<T: Send + 'static> Crew<T> {
     /// Folds a job's run time into the moving average (one eighth per job; concurrent updates
     /// may lose one, which an average can afford).
     fn ran_for(&self, took: Duration) {
+        let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         let old = self.service_ns.load(Ordering::Relaxed);
-        self.service_ns.store(fold_average(old, took), Ordering::Relaxed);
+        let new = if old == 0 { took } else { old - old / 8 + took / 8 };
+        self.service_ns.store(new.max(1), Ordering::Relaxed);
     }
 
     /// Applies the growth rule for a job queued at `at` that this thread has just taken.
@@ -573,42 +575,9 @@ mod tests {
         assert!(lane.peak() <= 2, "grew to {} behind a slow disk", lane.peak());
     }
 
-    #[test]
-    fn once_jobs_are_known_to_be_slow_an_adaptive_lane_runs_one_at_a_time_a_fixed_one_not() {
-        for (size, want_peak) in [(LaneSize::adaptive(4, 16), 1), (LaneSize::fixed(4), 4)] {
-            let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-            let ran = Arc::new(AtomicUsize::new(0));
-            let (n, p, r) = (now.clone(), peak.clone(), ran.clone());
-            let lane = MetadataLane::start(
-                size,
-                RETIRE_AFTER,
-                move |_job: u32| {
-                    let at_once = n.fetch_add(1, Ordering::SeqCst) + 1;
-                    p.fetch_max(at_once, Ordering::SeqCst);
-                    std::thread::sleep(Duration::from_millis(20)); // 5× SLOW_SERVICE
-                    n.fetch_sub(1, Ordering::SeqCst);
-                    r.fetch_add(1, Ordering::SeqCst);
-                    true
-                },
-                |_| {},
-            )
-            .unwrap();
-            lane.push(0);
-            eventually("the first job runs", || ran.load(Ordering::SeqCst) == 1);
-            peak.store(0, Ordering::SeqCst);
-            for job in 1..=12 {
-                lane.push(job);
-            }
-            eventually("all 13 jobs run", || ran.load(Ordering::SeqCst) == 13);
-            assert_eq!(peak.load(Ordering::SeqCst), want_peak, "{size:?}");
-        }
-    }
-
-    #[test]
-    fn an_auto_lane_that_cannot_grow_still_runs_slow_jobs_one_at_a_time() {
-        // `--metadata-helpers-max` equal to `--helpers`: no growth, but the gate still applies.
-        let size = LaneSize::adaptive(3, 3);
-        assert!(!size.adapts() && size.one_when_slow);
+    /// Runs one slow job (20 ms: 5× `SLOW_SERVICE`) on a lane of `size`, so its run times say
+    /// slow, then `more` at once; returns the most that ran together among those.
+    fn peak_of_slow_jobs(size: LaneSize, more: u32) -> usize {
         let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let ran = Arc::new(AtomicUsize::new(0));
         let (n, p, r) = (now.clone(), peak.clone(), ran.clone());
@@ -628,11 +597,27 @@ mod tests {
         lane.push(0);
         eventually("the first job runs", || ran.load(Ordering::SeqCst) == 1);
         peak.store(0, Ordering::SeqCst);
-        for job in 1..=9 {
+        for job in 1..=more {
             lane.push(job);
         }
-        eventually("all 10 jobs run", || ran.load(Ordering::SeqCst) == 10);
-        assert_eq!(peak.load(Ordering::SeqCst), 1);
+        let all = more as usize + 1;
+        eventually("all jobs run", || ran.load(Ordering::SeqCst) == all);
+        peak.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn once_jobs_are_known_to_be_slow_an_adaptive_lane_runs_one_at_a_time_a_fixed_one_not() {
+        for (size, want_peak) in [(LaneSize::adaptive(4, 16), 1), (LaneSize::fixed(4), 4)] {
+            assert_eq!(peak_of_slow_jobs(size, 12), want_peak, "{size:?}");
+        }
+    }
+
+    #[test]
+    fn an_auto_lane_that_cannot_grow_still_runs_slow_jobs_one_at_a_time() {
+        // `--metadata-helpers-max` equal to `--helpers`: no growth, but the gate still applies.
+        let size = LaneSize::adaptive(3, 3);
+        assert!(!size.adapts() && size.one_when_slow);
+        assert_eq!(peak_of_slow_jobs(size, 9), 1);
     }
 
     #[test]

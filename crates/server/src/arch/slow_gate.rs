@@ -19,24 +19,6 @@ use crate::cache::lock;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// The gate's rule: one more job may start when none runs, when jobs are not `slow`, or when
-/// the last start or finish was `since_progress` ago, at least `stall`.
-fn may_start(
-    running: usize,
-    slow: impl FnOnce() -> bool,
-    since_progress: Duration,
-    stall: Duration,
-) -> bool {
-    running == 0 || since_progress >= stall || !slow()
-}
-
-/// A moving average of run times, ns (one eighth per job; 0: none yet), with `took` folded in.
-pub fn fold_average(average_ns: u64, took: Duration) -> u64 {
-    let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-    let new = if average_ns == 0 { took } else { average_ns - average_ns / 8 + took / 8 };
-    new.max(1)
-}
-
 /// The gate: how many jobs run, and when one last started or finished.
 pub struct SlowGate {
     state: Mutex<Running>,
@@ -69,8 +51,11 @@ impl SlowGate {
     pub fn enter(&self, slow: impl Fn() -> bool) -> Pass<'_> {
         let mut st = lock(&self.state);
         loop {
+            if st.jobs == 0 || !slow() {
+                break;
+            }
             let waited = st.progress.elapsed();
-            if may_start(st.jobs, &slow, waited, self.stall) {
+            if waited >= self.stall {
                 break;
             }
             st = self

@@ -352,13 +352,14 @@ impl UringLoop {
                 }
                 let cold = missed || out.met_disk;
                 out.met_disk = cold;
-                let cfg = self.pipeline.config();
-                let pieces =
-                    ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, out.since.elapsed());
-                for (at, len) in ask_ahead::split(out.ask_ahead(offset, pieces)) {
-                    self.ring.advise_will_need(file.file.as_fd(), at, len);
-                }
                 if cold {
+                    // A response all in memory never gets here: no clock read on its path.
+                    let cfg = self.pipeline.config();
+                    let age = out.since.elapsed();
+                    let pieces = ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, age);
+                    for (at, len) in ask_ahead::split(out.ask_ahead(offset, pieces)) {
+                        self.ring.advise_will_need(file.file.as_fd(), at, len);
+                    }
                     max = out.cold_read_len(offset);
                     if !self.gate.try_start() {
                         // No buffer waits for the disk: behind a capped disk every connection
