@@ -392,12 +392,17 @@ pub struct TraceArgs {
     /// it) instead of the Owlnet-like and CS-like synthetic traces.
     #[arg(long, value_name = "FILE")]
     pub clf: Option<PathBuf>,
-    /// Concurrent connections (closed loop).
+    /// Concurrent connections (closed loop; with --rate, the connections the fixed rate is
+    /// sent over).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub connections: Option<u32>,
     /// Requests per persistent connection (1 = a connection per request).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub requests_per_conn: u32,
+    /// Replay at this fixed rate, requests/s (open loop: latency from each request's intended
+    /// send time), instead of as fast as the clients' answers come (closed loop).
+    #[arg(long, value_parser = positive_secs, value_name = "REQ_PER_S")]
+    pub rate: Option<f64>,
 }
 
 #[derive(Debug, Args)]

@@ -613,7 +613,37 @@ fn trace_replays_an_access_log() {
     assert!(f(&rows[0], "requests") > 0.0);
     assert_eq!(run.svg_series("throughput.svg"), vec!["amped"]);
     assert!(run.stderr.contains("line 4: no [date]"), "{}", run.stderr);
-    assert!(run.read("summary.md").contains("1 lines rejected"));
+    let summary = run.read("summary.md");
+    assert!(summary.contains("1 lines rejected"));
+    assert!(summary.contains("closed-loop clients") && summary.contains("### Latency\n"));
+    assert!(
+        summary.contains("| server | p50 | p95 | p99 | p99.9 | max | unanswered |"),
+        "{summary}"
+    );
+    assert!(
+        summary.lines().any(|l| l.starts_with("| amped |") && l.ends_with("| 0 |")),
+        "{summary}"
+    );
+    run.assert_report_rebuilds();
+
+    // The same log at a fixed rate: open loop, latency from the intended send times.
+    let run = amplab(&[
+        "trace",
+        "--servers",
+        "amped",
+        "--no-cgroups",
+        "--clf",
+        log.to_str().unwrap(),
+        "--rate",
+        "40",
+    ]);
+    run.assert_ok();
+    let summary = run.read("summary.md");
+    assert!(summary.contains("40 req/s (open loop) over 8 connections"), "{summary}");
+    assert!(summary.contains("### Latency (from each request's intended send time)"));
+    assert_eq!(run.json("setup.json")["parameters"]["rate"], 40.0);
+    let rows = run.csv("results.csv");
+    assert!(f(&rows[0], "requests") > 0.0 && f(&rows[0], "rps") < 60.0, "{:?}", rows[0]);
     run.assert_report_rebuilds();
 }
 

@@ -63,6 +63,7 @@ fn run_experiment(name: &str, a: &AllArgs) -> Result<PathBuf, String> {
             clf: None,
             connections: None,
             requests_per_conn: 5,
+            rate: None,
         }),
         "disk-bound" => super::disk_bound::run(&DiskBoundArgs {
             common,

@@ -42,6 +42,8 @@ pub struct Row {
 /// The run's parameters, defaults filled in.
 struct Params {
     connections: u32,
+    /// Open loop at this rate; closed loop when `None`.
+    rate: Option<f64>,
     requests_per_conn: u32,
     warmup: f64,
     duration: f64,
@@ -64,6 +66,7 @@ pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
     };
     let p = Params {
         connections: a.connections.unwrap_or(if q { 8 } else { 64 }),
+        rate: a.rate,
         requests_per_conn: a.requests_per_conn,
         warmup: a.common.warmup.unwrap_or(if q { 0.5 } else { 10.0 }),
         duration: a.common.duration.unwrap_or(if q { 1.0 } else { 20.0 }),
@@ -79,7 +82,7 @@ pub fn run(a: &TraceArgs) -> Result<std::path::PathBuf, String> {
     if !emu.applied() {
         notes.push(emu.describe());
     }
-    let params = json!({"workloads": workloads.iter().map(|w| json!({"name": w.name, "description": w.description, "bytes": w.bytes, "requests": w.urls.len()})).collect::<Vec<_>>(), "connections": p.connections, "requests_per_conn": p.requests_per_conn, "warmup_s": p.warmup, "duration_s": p.duration, "rounds": p.rounds});
+    let params = json!({"workloads": workloads.iter().map(|w| json!({"name": w.name, "description": w.description, "bytes": w.bytes, "requests": w.urls.len()})).collect::<Vec<_>>(), "connections": p.connections, "rate": p.rate, "requests_per_conn": p.requests_per_conn, "warmup_s": p.warmup, "duration_s": p.duration, "rounds": p.rounds});
     lab.finish(params, Some(json!(emu)), notes, &s)
 }
 
@@ -185,7 +188,7 @@ fn measure(
             duration_s: p.duration,
             connections: p.connections,
             requests_per_conn: Some(p.requests_per_conn),
-            rate: None,
+            rate: p.rate,
             timeout_s: 30.0,
             needs: None,
         };
@@ -239,6 +242,7 @@ pub fn rebuild(lab: &mut Lab, setup: &serde_json::Value) -> Result<String, Strin
     let num = |k: &str| q[k].as_f64().unwrap_or(f64::NAN);
     let p = Params {
         connections: num("connections") as u32,
+        rate: q["rate"].as_f64(),
         requests_per_conn: num("requests_per_conn") as u32,
         warmup: num("warmup_s"),
         duration: num("duration_s"),
@@ -289,24 +293,79 @@ fn chart(
         })
         .collect();
     lab.run
-        .write_chart("throughput", &Chart {
-            title: format!("Trace replay: throughput per server ({})", names.join(", ")),
-            subtitle: format!(
-                "{} closed-loop clients × {} requests/connection, {} s measured after {} s warm-up; {}",
-                p.connections,
-                p.requests_per_conn,
-                p.duration,
-                p.warmup,
-                emu.short()
-            ),
-            x_label: "workload".into(),
-            y_label: "throughput, response bodies (Mb/s)".into(),
-            x_scale: Scale::Linear,
-            y_scale: Scale::Linear,
-            plot: Plot::Bars { categories: names.to_vec(), series },
-            note: String::new(),
-        })
+        .write_chart(
+            "throughput",
+            &Chart {
+                title: format!("Trace replay: throughput per server ({})", names.join(", ")),
+                subtitle: format!(
+                    "{} × {} requests/connection, {} s measured after {} s warm-up; {}",
+                    p.load_text(),
+                    p.requests_per_conn,
+                    p.duration,
+                    p.warmup,
+                    emu.short()
+                ),
+                x_label: "workload".into(),
+                y_label: "throughput, response bodies (Mb/s)".into(),
+                x_scale: Scale::Linear,
+                y_scale: Scale::Linear,
+                plot: Plot::Bars { categories: names.to_vec(), series },
+                note: String::new(),
+            },
+        )
         .map_err(|e| e.to_string())
+}
+
+impl Params {
+    /// "64 closed-loop clients" or "100 req/s over 64 connections".
+    fn load_text(&self) -> String {
+        match self.rate {
+            Some(r) => {
+                format!("{} req/s (open loop) over {} connections", fmt(r, 0), self.connections)
+            }
+            None => format!("{} closed-loop clients", self.connections),
+        }
+    }
+}
+
+/// Per workload, a row per server: latency percentiles and the requests left unanswered
+/// (medians over rounds; a timeout is a request with no answer within 30 s).
+fn latency_section(rows: &[Row], labels: &[String], names: &[String], open_loop: bool) -> String {
+    let mut s = format!(
+        "\n### Latency{}\n\n",
+        if open_loop { " (from each request's intended send time)" } else { "" }
+    );
+    for w in names {
+        let body: Vec<Vec<String>> = labels
+            .iter()
+            .map(|l| {
+                let cells: Vec<&DiskCell> = rows
+                    .iter()
+                    .filter(|r| &r.workload == w && &r.cell.server == l)
+                    .map(|r| &r.cell)
+                    .collect();
+                let of = |f: &dyn Fn(&DiskCell) -> Option<f64>| {
+                    Spread::of(&cells.iter().filter_map(|c| f(c)).collect::<Vec<_>>())
+                };
+                let lat = |pick: fn(&crate::load::Latency) -> f64| {
+                    of(&|c: &DiskCell| c.measurement.as_ref().map(|m| pick(&m.latency))).text(1)
+                };
+                vec![
+                    l.clone(),
+                    lat(|x| x.p50),
+                    lat(|x| x.p95),
+                    lat(|x| x.p99),
+                    lat(|x| x.p999),
+                    lat(|x| x.max),
+                    of(&|c: &DiskCell| Some(c.timeouts as f64)).text(0),
+                ]
+            })
+            .collect();
+        s.push_str(&format!("{w}, ms:\n\n"));
+        s.push_str(&table(&["server", "p50", "p95", "p99", "p99.9", "max", "unanswered"], &body));
+        s.push('\n');
+    }
+    s
 }
 
 /// A row per server, a column per workload: Mb/s, median and the rounds' min–max.
@@ -406,8 +465,8 @@ fn summary(
     let mut s = lab.summary_head(
         "E2 trace replay (Flash 1999 §6.2, Fig 8)",
         &format!(
-            "{workload_text}. {} closed-loop clients, {} requests per persistent connection; {} s warm-up on another draw, {} s measured; {} round(s), medians",
-            p.connections, p.requests_per_conn, p.warmup, p.duration, p.rounds
+            "{workload_text}. {}, {} requests per persistent connection; {} s warm-up on another draw, {} s measured; {} round(s), medians",
+            p.load_text(), p.requests_per_conn, p.warmup, p.duration, p.rounds
         ),
     );
     s.push_str(&format!("Disk: {}\n\n", emu.describe()));
@@ -417,6 +476,7 @@ fn summary(
     } else {
         "\nOne round: the noise between rounds was not measured.\n".to_string()
     });
+    s.push_str(&latency_section(rows, &labels, &names, p.rate.is_some()));
     s.push_str(&format!("\nFigure: [{figure}]({figure})\n\n## Compared with the paper\n\n"));
     s.push_str(&fastest_lines(rows, &labels, &names));
     s.push_str(&sped_finding(lab, rows, &labels, &names));

@@ -84,12 +84,12 @@ pub struct Args {
     pub transfer_order: Option<String>,
     /// A pipe fill asks the disk for up to this many further 128 KiB pieces at once instead of
     /// one after another (0-7): a large transfer then holds a deeper share of a busy disk's
-    /// queue, at the cost of requests waiting behind it [default: 0].
+    /// queue, at the cost of requests waiting behind it [default: 7].
     #[arg(long, value_name = "PIECES")]
     pub fill_ahead: Option<u64>,
     /// Only transfers that began at least this many milliseconds ago ask ahead: the few
     /// longest transfers get the deeper share of the disk, new and short responses do not
-    /// queue behind it [default: 0, every fill].
+    /// queue behind it (0: every fill) [default: 2000].
     #[arg(long, value_name = "MS")]
     pub fill_ahead_after: Option<u64>,
     /// Cold reads at the disk at once: `auto` adapts between 1 and 4 × --helpers to the
