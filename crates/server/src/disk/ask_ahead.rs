@@ -1,7 +1,9 @@
 //! `--fill-ahead`: which pieces of a long transfer to ask the disk for before they are read,
 //! so they wait in the disk's queue together rather than one after another. One policy, two
 //! ways of asking: a helper's pipe fill advises with blocking `fadvise` calls ([`advise`],
-//! from [`super::job`]), io_uring submits the same advice to its ring.
+//! from [`super::job`]), io_uring submits the same advice to its ring. Each range is advised
+//! whole and then piece by piece ([`calls`]), so a block device gets one large request and a
+//! FUSE file system one window per piece.
 
 use std::fs::File;
 use std::ops::Range;
@@ -18,13 +20,18 @@ pub fn pieces(fill_ahead: u64, after: Duration, age: Duration) -> u64 {
     if age >= after { fill_ahead } else { 0 }
 }
 
-/// The bytes to advise for a read at `offset`: up to `pieces` pieces after the piece being
-/// read, not past `end` (the transfer's end) and not before `asked_to` (what was advised
-/// already). Empty when there is nothing new to ask for.
+/// The bytes to advise for a read at `offset`: the piece being read and up to `pieces` pieces
+/// after it, not past `end` (the transfer's end) and not before `asked_to` (what was advised
+/// already). The read's own piece is in it so that [`calls`]' first call asks a block device
+/// for the read and what follows it as one request (left out, the read and the advice were
+/// two). Empty when there is nothing to ask for beyond the read's own piece.
 pub fn range(offset: u64, end: u64, pieces: u64, asked_to: u64) -> Range<u64> {
-    let from = (offset + PIECE).max(asked_to);
     let to = end.min(offset.saturating_add(PIECE.saturating_mul(pieces.saturating_add(1))));
-    from..to.max(from)
+    let from = offset.max(asked_to);
+    if to <= from.max(offset.saturating_add(PIECE)) {
+        return from..from;
+    }
+    from..to
 }
 
 /// The pieces of `range`, as (offset, length) pairs of at most [`PIECE`] bytes.
@@ -33,9 +40,20 @@ pub fn split(range: Range<u64>) -> impl Iterator<Item = (u64, u64)> {
     range.step_by(PIECE as usize).map(move |at| (at, PIECE.min(end - at)))
 }
 
-/// Advises `range` of `file`, one piece per call (blocking: helpers only).
+/// The advice calls for `range`, as (offset, length): first the whole range in one call, then
+/// each piece after the first. A block device reads the whole range in as few requests as its
+/// read-ahead limit allows (under an IOPS cap every request counts, and seven 128 KiB pieces
+/// advised one by one were seven requests), and the pieces' calls find their pages in memory
+/// or on their way and start nothing; a FUSE file system starts at most one window per call,
+/// so there the whole range's call reads the first piece and each piece's call one more.
+pub fn calls(range: Range<u64>) -> impl Iterator<Item = (u64, u64)> {
+    let whole = (range.start < range.end).then(|| (range.start, range.end - range.start));
+    whole.into_iter().chain(split(range).skip(1))
+}
+
+/// Advises `range` of `file` ([`calls`]; blocking: helpers only).
 pub fn advise(file: &File, range: Range<u64>) {
-    for (at, len) in split(range) {
+    for (at, len) in calls(range) {
         let _ = amped_sys::files::will_need(file, at, len);
     }
 }
@@ -59,12 +77,13 @@ mod tests {
     }
 
     #[test]
-    fn the_window_starts_after_the_piece_read_and_stops_at_the_end() {
+    fn the_window_holds_the_piece_read_and_stops_at_the_end() {
         let p = PIECE;
-        assert_eq!(range(0, 100 * p, 3, 0), p..4 * p);
-        assert_eq!(range(0, 2 * p + 5, 7, 0), p..2 * p + 5, "not past the transfer");
-        assert_eq!(range(0, 100 * p, 0, 0), p..p, "no pieces: nothing");
-        assert_eq!(range(10 * p, 11 * p, 7, 0), 11 * p..11 * p, "the last piece: nothing");
+        assert_eq!(range(0, 100 * p, 3, 0), 0..4 * p);
+        assert_eq!(range(0, 2 * p + 5, 7, 0), 0..2 * p + 5, "not past the transfer");
+        assert!(range(0, 100 * p, 0, 0).is_empty(), "no pieces: nothing");
+        assert!(range(10 * p, 11 * p, 7, 0).is_empty(), "the last piece alone: nothing");
+        assert_eq!(range(2 * p, 100 * p, 3, 4 * p), 4 * p..6 * p, "not what was asked before");
     }
 
     #[test]
@@ -77,7 +96,7 @@ mod tests {
             asked_to = asked_to.max(r.end);
             asked.extend(split(r).map(|(at, _)| at / p));
         }
-        assert_eq!(asked, (1..20).collect::<Vec<_>>(), "every later piece once, in order");
+        assert_eq!(asked, (0..20).collect::<Vec<_>>(), "every piece once, in order");
     }
 
     #[test]
@@ -86,5 +105,14 @@ mod tests {
         let got: Vec<_> = split(p..3 * p + 7).collect();
         assert_eq!(got, [(p, p), (2 * p, p), (3 * p, 7)]);
         assert_eq!(split(5..5).count(), 0);
+    }
+
+    #[test]
+    fn a_range_is_advised_whole_then_piece_by_piece_after_the_first() {
+        let p = PIECE;
+        let got: Vec<_> = calls(p..4 * p).collect();
+        assert_eq!(got, [(p, 3 * p), (2 * p, p), (3 * p, p)]);
+        assert_eq!(calls(p..p + 7).collect::<Vec<_>>(), [(p, 7)], "one piece: one call");
+        assert_eq!(calls(5..5).count(), 0, "nothing to ask for: no call");
     }
 }

@@ -357,7 +357,7 @@ impl UringLoop {
                     let cfg = self.pipeline.config();
                     let age = out.since.elapsed();
                     let pieces = ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, age);
-                    for (at, len) in ask_ahead::split(out.ask_ahead(offset, pieces)) {
+                    for (at, len) in ask_ahead::calls(out.ask_ahead(offset, pieces)) {
                         self.ring.advise_will_need(file.file.as_fd(), at, len);
                     }
                     max = out.cold_read_len(offset);

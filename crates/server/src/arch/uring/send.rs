@@ -131,7 +131,7 @@ impl Sending {
     }
 
     /// What to ask the disk for ahead of the read at `offset` (`--fill-ahead`, see
-    /// [`crate::disk::ask_ahead`]): `pieces` pieces after it, within the body, each only once,
+    /// [`crate::disk::ask_ahead`]): the piece read and `pieces` pieces after it, within the body, each only once,
     /// once the response has met the disk ([`Sending::met_disk`]): a file all in memory never
     /// asks.
     pub fn ask_ahead(&mut self, offset: u64, pieces: u64) -> Range<u64> {
@@ -270,7 +270,11 @@ mod tests {
         let mut cold = Sending::new(file_response(20 * p));
         cold.met_disk = true;
         assert!(cold.ask_ahead(0, 0).is_empty(), "too young to ask (no pieces)");
-        assert_eq!(cold.ask_ahead(p, 3), 2 * p..5 * p, "the first read old enough asks");
+        assert_eq!(
+            cold.ask_ahead(p, 3),
+            p..5 * p,
+            "the first read old enough asks, its own piece too"
+        );
         assert_eq!(cold.ask_ahead(2 * p, 3), 5 * p..6 * p, "then every read, each piece once");
         assert!(cold.ask_ahead(19 * p, 3).is_empty(), "nothing past the body");
     }
