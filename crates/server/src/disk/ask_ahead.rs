@@ -10,7 +10,8 @@ use std::ops::Range;
 use std::time::Duration;
 
 /// The size of one piece asked for: the kernel's usual read-ahead window, which is also what
-/// one `WILLNEED` advice starts at most (so a range is advised one piece per call).
+/// one `WILLNEED` advice starts at most on a FUSE file system (hence a call per piece after
+/// the whole range's; a block device takes as much per call as its read-ahead limit).
 pub const PIECE: u64 = 128 << 10;
 
 /// How many pieces to ask ahead for: `--fill-ahead`'s, once the transfer has been under way
