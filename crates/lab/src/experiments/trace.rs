@@ -228,10 +228,20 @@ fn mbps(rows: &[Row], w: &str, server: &str) -> f64 {
 }
 
 fn mbps_spread(rows: &[Row], w: &str, server: &str) -> Spread {
+    cell_spread(rows, w, server, |c| c.measurement.as_ref().map(|m| m.body_mbps))
+}
+
+/// The spread over rounds of `f` of `server`'s cells on workload `w`.
+fn cell_spread(
+    rows: &[Row],
+    w: &str,
+    server: &str,
+    f: impl Fn(&DiskCell) -> Option<f64>,
+) -> Spread {
     let v: Vec<f64> = rows
         .iter()
         .filter(|r| r.workload == w && r.cell.server == server)
-        .filter_map(|r| r.cell.measurement.as_ref().map(|m| m.body_mbps))
+        .filter_map(|r| f(&r.cell))
         .collect();
     Spread::of(&v)
 }
@@ -339,16 +349,9 @@ fn latency_section(rows: &[Row], labels: &[String], names: &[String], open_loop:
         let body: Vec<Vec<String>> = labels
             .iter()
             .map(|l| {
-                let cells: Vec<&DiskCell> = rows
-                    .iter()
-                    .filter(|r| &r.workload == w && &r.cell.server == l)
-                    .map(|r| &r.cell)
-                    .collect();
-                let of = |f: &dyn Fn(&DiskCell) -> Option<f64>| {
-                    Spread::of(&cells.iter().filter_map(|c| f(c)).collect::<Vec<_>>())
-                };
                 let lat = |pick: fn(&crate::load::Latency) -> f64| {
-                    of(&|c: &DiskCell| c.measurement.as_ref().map(|m| pick(&m.latency))).text(1)
+                    cell_spread(rows, w, l, |c| c.measurement.as_ref().map(|m| pick(&m.latency)))
+                        .text(1)
                 };
                 vec![
                     l.clone(),
@@ -357,7 +360,7 @@ fn latency_section(rows: &[Row], labels: &[String], names: &[String], open_loop:
                     lat(|x| x.p99),
                     lat(|x| x.p999),
                     lat(|x| x.max),
-                    of(&|c: &DiskCell| Some(c.timeouts as f64)).text(0),
+                    cell_spread(rows, w, l, |c| Some(c.timeouts as f64)).text(0),
                 ]
             })
             .collect();

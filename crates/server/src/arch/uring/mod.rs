@@ -4,12 +4,12 @@
 //! asynchronously: accept, receive, send, and the disk work — file reads (cold pages use the
 //! kernel's async buffered reads, so there is no read-ahead helper; a response whose read found
 //! the disk waits for one of a few disk slots, [`disk_gate`]) and, when the path cache already
-//! knows the translation, `openat` + `statx` (+ the small-body read). What still runs on helper threads (AMPED's
-//! [`HelperPool`]) is a full pathname translation — `canonicalize` walks and directory
-//! listings, a chain of dependent lookups with no single ring operation — once per path and
-//! revalidation period thanks to the path cache. The memory each operation lends the kernel
-//! is owned by [`amped_sys::uring::Ring`] until its completion, so this file needs no
-//! `unsafe`.
+//! knows the translation, `openat` + `statx` (+ the small-body read). What still runs on
+//! helper threads (AMPED's [`HelperPool`]) is a full pathname translation — `canonicalize`
+//! walks and directory listings, a chain of dependent lookups with no single ring operation —
+//! once per path and revalidation period thanks to the path cache. The memory each operation
+//! lends the kernel is owned by [`amped_sys::uring::Ring`] until its completion, so this file
+//! needs no `unsafe`.
 //!
 //! HTTPS ([`tls`]): a TLS connection receives ciphertext into a buffer of its own and decrypts
 //! it into its request bytes; each gather list of a response is encrypted and the ciphertext
