@@ -10,14 +10,16 @@
 //! slow, the gate lets one run at a time; the other threads wait at it, each with the job it
 //! took. A quick lane (an SSD with many arms, cached metadata) passes through untouched.
 //!
-//! Should the job running have gone on for [`STALL`] (the read lane's) with others waiting (a
+//! Should the job running have gone on for [`STALL`] with others waiting (a
 //! read stuck on a dead disk or network file system), one more may go, and one more after
 //! each further [`STALL`]: a stuck job slows the lane, it cannot stop it.
 
-pub use super::read_lane::STALL;
 use crate::cache::lock;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+/// With jobs waiting and the one running on for this long, one more may go.
+pub const STALL: Duration = Duration::from_millis(500);
 
 /// The gate: how many jobs run, and when one last started or finished.
 pub struct SlowGate {

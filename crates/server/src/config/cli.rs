@@ -92,9 +92,9 @@ pub struct Args {
     /// queue behind it (0: every fill) [default: 2000].
     #[arg(long, value_name = "MS")]
     pub fill_ahead_after: Option<u64>,
-    /// Cold reads at the disk at once: `auto` adapts between 1 and 4 × --helpers to the
-    /// throughput the disk shows (one for a disk that serves one read at a time, many for one
-    /// that serves many), or a fixed number [default: --helpers].
+    /// Cold reads at the disk at once: `auto` starts at --helpers and doubles, up to
+    /// 4 × --helpers, when a doubling moves at least 10 % more while reads wait (a disk
+    /// serving many reads at once), or a fixed number [default: auto].
     #[arg(long, value_name = "auto|N")]
     pub disk_concurrency: Option<String>,
     /// AMPED's metadata lane (translate, open, stat, small bodies): `N` threads, or `auto`,

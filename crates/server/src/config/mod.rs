@@ -105,11 +105,10 @@ impl ReadPath {
 /// `arch/disk_concurrency.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DiskBound {
-    /// As many as there are helpers per lane (`--helpers`): the default.
-    AsHelpers,
     /// This many.
     Fixed(usize),
-    /// Adapted to the throughput the disk shows, between one and four times `--helpers`.
+    /// `--helpers`, deepened up to four times as many while a doubling moves more (the
+    /// default).
     Auto,
 }
 
@@ -594,8 +593,7 @@ impl Config {
             ms => ms.map_or(FILL_AHEAD_AFTER, Duration::from_millis),
         };
         let disk_concurrency = match a.disk_concurrency.as_deref() {
-            None => DiskBound::AsHelpers,
-            Some("auto") => DiskBound::Auto,
+            None | Some("auto") => DiskBound::Auto,
             Some(s) => match s.parse::<usize>() {
                 Ok(n) if (1..=1024).contains(&n) => DiskBound::Fixed(n),
                 _ => return err(format!("--disk-concurrency '{s}' is not auto or 1..=1024")),
@@ -918,7 +916,7 @@ mod tests {
         assert_eq!(c.page_yield_above, 0, "the page-yield policy is off by default");
         assert_eq!((c.transfer_order, c.fill_ahead), (TransferOrder::Oldest, 7));
         assert_eq!(c.fill_ahead_after, Duration::from_secs(2), "only long transfers ask ahead");
-        assert_eq!(c.disk_concurrency, DiskBound::AsHelpers);
+        assert_eq!(c.disk_concurrency, DiskBound::Auto);
         let bound = |v: &str| parse(&[".", "--disk-concurrency", v]).unwrap().disk_concurrency;
         assert_eq!((bound("auto"), bound("3")), (DiskBound::Auto, DiskBound::Fixed(3)));
         assert_eq!(c.fit_descriptors(1 << 20), None, "plenty of descriptors: unchanged");

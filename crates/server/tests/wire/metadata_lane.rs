@@ -63,7 +63,14 @@ fn the_stats_count_every_loops_metadata_helpers_and_none_without_a_lane() {
         fill,
     );
     fixed.get("/d1/f1.bin").assert_status(200);
-    let st = stats(fixed.addr, STATS);
+    // The second loop may still be starting its helpers when the first answers: wait for it
+    // (bounded).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut st = stats(fixed.addr, STATS);
+    while counter(&st, "metadata_helpers") < 6 && std::time::Instant::now() < deadline {
+        thread::sleep(std::time::Duration::from_millis(20));
+        st = stats(fixed.addr, STATS);
+    }
     assert_eq!(counter(&st, "metadata_helpers"), 6, "three per loop, two loops: {st}");
     assert_eq!(counter(&st, "metadata_helpers_peak"), 6, "{st}");
     // uring's full path translations run on the same lane.
