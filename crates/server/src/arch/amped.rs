@@ -42,7 +42,8 @@ pub struct HelperPool {
 impl HelperPool {
     /// Starts the metadata lane (`--helpers` threads, or as `--metadata-helpers` says; see
     /// [`super::metadata_lane`]) and the read helpers running jobs of `pipeline`: as many as
-    /// the read lane's disk-concurrency bound may reach (`--helpers` when it is fixed there).
+    /// the read lane's disk-concurrency bound may reach (4 × `--helpers` under `auto`, N when
+    /// `--disk-concurrency N` fixes it).
     pub fn start(pipeline: Arc<Pipeline>) -> std::io::Result<Self> {
         HelperPool::start_yielding(pipeline, None)
     }
