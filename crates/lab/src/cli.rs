@@ -137,6 +137,12 @@ pub struct DiskArgs {
     #[arg(long, value_name = "N", default_value_t = 300)]
     pub read_iops: u32,
 
+    /// blkio throttle: also cap the bytes read per second on the data's disk, MB/s (10^6
+    /// bytes), as a cloud volume caps its bandwidth beside its operations (a request of any
+    /// size is one read to the reads/s cap; here its bytes count too). Default: no byte cap.
+    #[arg(long, value_name = "MB_PER_S", value_parser = positive_mbps)]
+    pub read_mbps: Option<f64>,
+
     /// Do not use cgroups even when root (no memory limit, no blkio throttle; unless
     /// --disk-emulation fuse is given, no slow disk either).
     #[arg(long)]
@@ -589,6 +595,13 @@ fn positive_secs(text: &str) -> Result<f64, String> {
     }
 }
 
+fn positive_mbps(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1e6 => Ok(v),
+        _ => Err(format!("{text:?} is not a rate in MB/s (more than 0, at most 1000000)")),
+    }
+}
+
 fn non_negative_secs(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
@@ -612,6 +625,30 @@ mod tests {
         for bad in ["", "x", "-1", "1T", "K"] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_byte_cap_is_a_positive_rate() {
+        let parse = |v: &str| {
+            Cli::try_parse_from([
+                "amplab",
+                "disk-bound",
+                "--disk-emulation",
+                "iops",
+                "--read-mbps",
+                v,
+            ])
+        };
+        let Command::DiskBound(a) = parse("12.5").unwrap().command else {
+            panic!("not disk-bound")
+        };
+        assert_eq!(a.disk.read_mbps, Some(12.5));
+        for bad in ["0", "-3", "x", "inf"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        let none = Cli::try_parse_from(["amplab", "disk-bound"]).unwrap();
+        let Command::DiskBound(a) = none.command else { panic!("not disk-bound") };
+        assert_eq!(a.disk.read_mbps, None, "no byte cap unless asked");
     }
 
     #[test]

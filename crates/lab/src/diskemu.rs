@@ -69,6 +69,8 @@ pub struct Wanted {
     pub name: &'static str,
     pub memory_limit_bytes: u64,
     pub read_iops: u32,
+    /// The blkio byte cap, bytes/s (`--read-mbps`), if any.
+    pub read_bps: Option<u64>,
     /// `--no-cgroups` not given.
     pub cgroups: bool,
     pub evict: Option<Evict>,
@@ -94,6 +96,9 @@ pub struct DiskEmulation {
     pub memory_limit_bytes: u64,
     /// The blkio throttle, reads/s (method blkio only).
     pub read_iops: Option<u32>,
+    /// The blkio throttle's byte cap, bytes/s (method blkio with `--read-mbps` only).
+    #[serde(default)]
+    pub read_bps: Option<u64>,
     /// `major:minor` of the whole disk holding the data.
     pub device: String,
     /// The memory cgroup (and with blkio the blkio cgroup).
@@ -187,6 +192,7 @@ impl DiskEmulation {
             method_reason: String::new(),
             memory_limit_bytes: w.memory_limit_bytes,
             read_iops: None,
+            read_bps: None,
             device,
             cgroups: CgroupState::DisabledByOption,
             evict: Evict::Fadvise,
@@ -206,6 +212,7 @@ impl DiskEmulation {
         emu.method = method;
         emu.method_reason = method_reason;
         emu.read_iops = (method == Method::Blkio).then_some(w.read_iops);
+        emu.read_bps = w.read_bps.filter(|_| method == Method::Blkio);
         emu.cgroups = emu.cgroup_state(w.cgroups, root);
         emu.evict = match w.evict {
             Some(Evict::DropCaches) if !root => Evict::Fadvise,
@@ -289,11 +296,18 @@ impl DiskEmulation {
                 if m.arms == 1 { "" } else { "s" },
                 if applied { " + memory cgroup" } else { ", NO memory limit" }
             ),
-            (Method::Blkio, true, _) => {
-                format!("blkio throttle {} reads/s + memory cgroup", self.read_iops.unwrap_or(0))
-            }
+            (Method::Blkio, true, _) => format!(
+                "blkio throttle {} reads/s{} + memory cgroup",
+                self.read_iops.unwrap_or(0),
+                self.bytes_cap_phrase()
+            ),
             _ => "NO disk emulation".into(),
         }
+    }
+
+    /// " and N MB/s" when the throttle caps bytes too.
+    fn bytes_cap_phrase(&self) -> String {
+        self.read_bps.map_or(String::new(), |bps| format!(" and {} MB/s", bps as f64 / 1e6))
     }
 
     /// What was done before each server to start it cold, in words.
@@ -353,11 +367,13 @@ impl DiskEmulation {
                 }
             }
             (Method::Blkio, _) if self.applied() => format!(
-                "**blkio throttle, model {}** ({}). Each server ran in a memory cgroup limited to {mib} MiB and a blkio cgroup throttled to {} reads/s on device {}; before each server {evict}. The throttle caps the rate of reads only: below it a miss costs this machine's fast disk.",
+                "**blkio throttle, model {}** ({}). Each server ran in a memory cgroup limited to {mib} MiB and a blkio cgroup throttled to {} reads/s{} on device {}; before each server {evict}. The throttle caps the rate of reads{} only: below it a miss costs this machine's fast disk.",
                 self.name,
                 self.method_reason,
                 self.read_iops.unwrap_or_default(),
-                self.device
+                self.bytes_cap_phrase(),
+                self.device,
+                if self.read_bps.is_some() { " and bytes" } else { "" },
             ),
             _ => format!(
                 "**No disk emulation**: {}, so there was no memory limit and no slow disk \
@@ -389,6 +405,12 @@ impl DiskEmulation {
                 b.join("blkio.throttle.read_iops_device"),
                 format!("{} {}", self.device, self.read_iops.unwrap_or(u32::MAX)),
             )?;
+            if let Some(bps) = self.read_bps {
+                fs::write(
+                    b.join("blkio.throttle.read_bps_device"),
+                    format!("{} {bps}", self.device),
+                )?;
+            }
         }
         Ok(Some(cg))
     }
@@ -542,6 +564,7 @@ mod tests {
             },
             memory_limit_bytes: 1 << 20,
             read_iops: 1,
+            read_bps: None,
             cgroups,
             evict: Some(Evict::Fadvise),
             method,
@@ -563,6 +586,7 @@ mod tests {
             method_reason: "the default when not root".into(),
             memory_limit_bytes: 128 << 20,
             read_iops: (method == Method::Blkio).then_some(300),
+            read_bps: None,
             device: "254:0".into(),
             cgroups,
             evict: Evict::Fadvise,

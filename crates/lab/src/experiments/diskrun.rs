@@ -465,6 +465,7 @@ pub fn plan_disk(
             name,
             memory_limit_bytes: mib << 20,
             read_iops: d.read_iops,
+            read_bps: d.read_mbps.map(|mbps| (mbps * 1e6) as u64),
             cgroups: !d.no_cgroups,
             evict: d.evict.map(evict_of),
             method,
@@ -568,14 +569,22 @@ impl<'a> Session<'a> {
     fn used(&self, from: Option<Mark>, to: Option<Mark>, secs: f64) -> Option<DiskUse> {
         let (a, b) = (from?, to?);
         let reads = b.reads.saturating_sub(a.reads);
+        let read_bytes = b.bytes.saturating_sub(a.bytes);
         let busy = match (self.emu.model(), self.emu.read_iops) {
             (Some(m), _) => {
                 Some(b.busy_ns.saturating_sub(a.busy_ns) as f64 / (secs * 1e9 * f64::from(m.arms)))
             }
-            (None, Some(iops)) => Some(reads as f64 / secs / f64::from(iops.max(1))),
+            (None, Some(iops)) => {
+                let of_reads = reads as f64 / secs / f64::from(iops.max(1));
+                let of_bytes = self
+                    .emu
+                    .read_bps
+                    .map_or(0.0, |bps| read_bytes as f64 / secs / bps.max(1) as f64);
+                Some(of_reads.max(of_bytes))
+            }
             _ => None,
         };
-        Some(DiskUse { reads, read_bytes: b.bytes.saturating_sub(a.bytes), busy })
+        Some(DiskUse { reads, read_bytes, busy })
     }
 
     /// The warm-up phase, if the load has one (an error is only reported: the measured phase

@@ -58,7 +58,7 @@ pub fn outputs(
     );
     let mut s = lab
         .summary_head("E4 disk-bound static workload (DeBox 2004, Table 7 and Fig 11)", &workload);
-    s.push_str("Per model: percentiles and mean (medians over rounds, min–max in brackets when there are several), **timeouts** (no answer within 30 s), **disk reads/s** and **MB read/s** while measured, **read amplification** (bytes read from the disk over the warm-up and the measurement ÷ bytes of the distinct files those requests asked for: 1.00 = every needed byte read once; FUSE models count the slow disk's own READ bytes, iops the blkio cgroup's io_service_bytes, which include metadata blocks and readahead), **page floor** (the least read amplification a server reading whole pages can reach on that run: the bytes its distinct files take rounded up to whole 4 KiB pages ÷ their bytes; small files put it above 1, and a read amplification near it is as good as reads of whole pages get), **disk busy %** (FUSE: the share of arm time serving requests; iops: reads/s ÷ the throttle).\n\n");
+    s.push_str("Per model: percentiles and mean (medians over rounds, min–max in brackets when there are several), **timeouts** (no answer within 30 s), **disk reads/s** and **MB read/s** while measured, **read amplification** (bytes read from the disk over the warm-up and the measurement ÷ bytes of the distinct files those requests asked for: 1.00 = every needed byte read once; FUSE models count the slow disk's own READ bytes, iops the blkio cgroup's io_service_bytes, which include metadata blocks and readahead), **page floor** (the least read amplification a server reading whole pages can reach on that run: the bytes its distinct files take rounded up to whole 4 KiB pages ÷ their bytes; small files put it above 1, and a read amplification near it is as good as reads of whole pages get), **disk busy %** (FUSE: the share of arm time serving requests; iops: reads/s ÷ the throttle, or with `--read-mbps` bytes/s ÷ the byte cap when that is higher).\n\n");
     s.push_str("Paper (Table 7, FreeBSD, 3.3 GB, 2300 req/s), ms 5% / median / 95% / mean: New Flash 0.37 / 0.79 / 7.45 / 7.56; New Flash 4p 0.38 / 0.82 / 7.51 / 7.72; Old Flash 3.36 / 37.59 / 326.40 / 92.37; Old Flash 4p 7.05 / 142.65 / 1924.42 / 420.85; Apache 150p 0.70 / 6.64 / 1599.50 / 360.62; Apache 300p 0.78 / 124.98 / 2201.63 / 545.93.\n\n");
     for run in runs {
         let figures = figures(lab, p, run, &labels)?;
@@ -490,17 +490,18 @@ fn per_rate_part(run: &ModelRun, labels: &[String], peers: &[bool]) -> String {
 fn below_throttle(run: &ModelRun) -> String {
     let emu = &run.emu;
     let Some(iops) = emu.read_iops.filter(|_| emu.applied()) else { return String::new() };
-    let busiest = run
-        .rows
-        .iter()
-        .filter(|r| r.phase == Phase::FixedRate)
-        .filter_map(|r| r.cell.disk_reads_per_s())
-        .fold(0.0, f64::max);
-    if busiest >= 0.8 * f64::from(iops) {
+    let fixed = || run.rows.iter().filter(|r| r.phase == Phase::FixedRate);
+    let busiest = fixed().filter_map(|r| r.cell.disk_reads_per_s()).fold(0.0, f64::max);
+    let most_bytes = fixed().filter_map(|r| r.cell.disk_bytes_per_s()).fold(0.0, f64::max);
+    let near_bytes_cap = emu.read_bps.is_some_and(|bps| most_bytes >= 0.8 * bps as f64);
+    if busiest >= 0.8 * f64::from(iops) || near_bytes_cap {
         return String::new();
     }
+    let bytes = emu.read_bps.map_or(String::new(), |bps| {
+        format!(" and {:.1} MB/s (cap {:.1})", most_bytes / 1e6, bps as f64 / 1e6)
+    });
     format!(
-        "\n**Below the throttle**: no server issued more than {busiest:.0} disk reads/s while measured, under the {iops} reads/s throttle. The blkio throttle delays reads only above its rate; below it a miss costs this machine's fast disk, so these latencies show no disk-bound tail. Raise --rates or --dataset, steepen the trace (--class-mix, --zipf), or lower --read-iops, to load the emulated disk.\n"
+        "\n**Below the throttle**: no server issued more than {busiest:.0} disk reads/s{bytes} while measured, under the {iops} reads/s throttle. The blkio throttle delays reads only above its rate; below it a miss costs this machine's fast disk, so these latencies show no disk-bound tail. Raise --rates or --dataset, steepen the trace (--class-mix, --zipf), or lower --read-iops, to load the emulated disk.\n"
     )
 }
 
