@@ -113,6 +113,16 @@ pub fn will_need(file: &File, offset: u64, len: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Turns the kernel's read-ahead off for this open file (`posix_fadvise(RANDOM)`): its reads
+/// then bring in only the pages they ask for. Waits for nothing.
+#[track_caller]
+pub fn no_read_ahead(file: &File) -> io::Result<()> {
+    around(Call::Fadvise, About::Fd(file.as_fd()), || {
+        rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::Random)
+    })?;
+    Ok(())
+}
+
 /// Reads `file` from its current position to its end, or `limit` bytes, whichever is first
 /// (`read`s until end of file; counted as one call).
 #[track_caller]

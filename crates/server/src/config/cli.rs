@@ -82,6 +82,12 @@ pub struct Args {
     /// ones take longer) [default: oldest].
     #[arg(long, value_name = "ORDER")]
     pub transfer_order: Option<String>,
+    /// Whether the kernel reads ahead of what a cold chunk's read asks for: `on`, or `off`
+    /// (`posix_fadvise(RANDOM)` on every file served from its descriptor: the disk reads only
+    /// the fills and ask-ahead the server issues, so no page is read ahead and reclaimed
+    /// unused under memory pressure) [default: on].
+    #[arg(long, value_name = "on|off")]
+    pub kernel_read_ahead: Option<String>,
     /// A pipe fill asks the disk for up to this many further 128 KiB pieces at once instead of
     /// one after another (0-7): a large transfer then holds a deeper share of a busy disk's
     /// queue, at the cost of requests waiting behind it [default: 7].
@@ -328,6 +334,7 @@ impl Args {
             page_yield_above,
             read_path,
             transfer_order,
+            kernel_read_ahead,
             fill_ahead,
             fill_ahead_after,
             disk_concurrency,

@@ -303,6 +303,9 @@ pub struct Config {
     pub page_yield_above: u64,
     /// The read lane's order for chunks of transfers under way.
     pub transfer_order: TransferOrder,
+    /// The kernel reads ahead of cold reads (`--kernel-read-ahead`); off: only the server's
+    /// own fills and ask-ahead read the disk.
+    pub kernel_read_ahead: bool,
     /// Further 128 KiB pieces a pipe fill asks the disk for at once (0: none).
     pub fill_ahead: u64,
     /// Only transfers under way at least this long ask ahead (`--fill-ahead-after`).
@@ -582,6 +585,11 @@ impl Config {
                 ConfigError(format!("--transfer-order '{s}' is not one of: fair, oldest"))
             })?,
         };
+        let kernel_read_ahead = match a.kernel_read_ahead.as_deref() {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(s) => return err(format!("--kernel-read-ahead '{s}' is not on or off")),
+        };
         let fill_ahead = match a.fill_ahead {
             Some(n) if n > 7 => return err(format!("--fill-ahead {n} is not in 0..=7")),
             n => n.unwrap_or(FILL_AHEAD),
@@ -688,6 +696,7 @@ impl Config {
             small_file_bytes: a.small_file_bytes.unwrap_or(16384),
             page_yield_above: a.page_yield_above.unwrap_or(0),
             transfer_order,
+            kernel_read_ahead,
             fill_ahead,
             fill_ahead_after,
             disk_concurrency,
@@ -917,6 +926,8 @@ mod tests {
         assert_eq!((c.transfer_order, c.fill_ahead), (TransferOrder::Oldest, 7));
         assert_eq!(c.fill_ahead_after, Duration::from_secs(2), "only long transfers ask ahead");
         assert_eq!(c.disk_concurrency, DiskBound::Auto);
+        assert!(c.kernel_read_ahead, "the kernel reads ahead unless told not to");
+        assert!(!parse(&[".", "--kernel-read-ahead", "off"]).unwrap().kernel_read_ahead);
         let bound = |v: &str| parse(&[".", "--disk-concurrency", v]).unwrap().disk_concurrency;
         assert_eq!((bound("auto"), bound("3")), (DiskBound::Auto, DiskBound::Fixed(3)));
         assert_eq!(c.fit_descriptors(1 << 20), None, "plenty of descriptors: unchanged");
@@ -988,6 +999,7 @@ mod tests {
             (vec!["--chroot", "/", "--arch", "mp"], "not work with --arch mp"),
             (vec!["--transfer-order", "newest"], "--transfer-order 'newest' is not one of"),
             (vec!["--fill-ahead", "8"], "--fill-ahead 8 is not in 0..=7"),
+            (vec!["--kernel-read-ahead", "yes"], "--kernel-read-ahead 'yes' is not on or off"),
             (vec!["--fill-ahead-after", "3600001"], "--fill-ahead-after 3600001 is not in"),
             (vec!["--disk-concurrency", "0"], "--disk-concurrency '0' is not auto or 1..=1024"),
             (vec!["--disk-concurrency", "many"], "--disk-concurrency 'many' is not auto"),

@@ -218,7 +218,10 @@ impl Resolved {
 }
 
 /// Faults the range into the page cache by reading it (the helper blocks, the loop does not).
+/// The whole range is advised first, so the disk gets it as one request even when the file's
+/// read-ahead is off (`--kernel-read-ahead off`) and each read below would ask for its own.
 fn read_ahead(file: &File, offset: u64, len: u64) {
+    let _ = amped_sys::files::will_need(file, offset, len);
     thread_local! {
         static SCRATCH: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 128 << 10]);
     }

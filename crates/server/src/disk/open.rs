@@ -16,6 +16,8 @@
 //!   memory: one byte more than `fstat` saw is asked for, and the body is kept only if exactly
 //!   the size `fstat` saw came back — a file that grew or shrank in between is served from its
 //!   descriptor like a large one (its metadata and body would disagree otherwise);
+//! * a file served from its descriptor is opened for random access when
+//!   `--kernel-read-ahead off` (the server's fills and ask-ahead then decide every read);
 //! * page policy ([`crate::cache::pages`]): a small body found not resident before its read
 //!   counts as a small-file miss (memory pressure), and a body read while under pressure gives
 //!   its pages back (amped keeps its own copy). The residency test and the page drop are
@@ -40,12 +42,19 @@ pub struct OpenRules<'a> {
     pub keep_bodies_up_to: Option<u64>,
     /// The page policy small bodies report to.
     pub pages: &'a PagePolicy,
+    /// Files served from their descriptor keep the kernel's read-ahead (`--kernel-read-ahead`);
+    /// false: they are opened for random access, so the disk reads only what is asked for.
+    pub kernel_read_ahead: bool,
 }
 
 impl<'a> OpenRules<'a> {
     /// The rules `cfg` sets, reporting to `pages`.
     pub fn new(cfg: &Config, pages: &'a PagePolicy) -> OpenRules<'a> {
-        OpenRules { keep_bodies_up_to: cfg.opt.file_cache.then_some(cfg.small_file_bytes), pages }
+        OpenRules {
+            keep_bodies_up_to: cfg.opt.file_cache.then_some(cfg.small_file_bytes),
+            pages,
+            kernel_read_ahead: cfg.kernel_read_ahead,
+        }
     }
 
     /// Whether a file of `size` bytes has its body read into memory when it is opened.
@@ -169,6 +178,10 @@ fn after_stat(path: PathBuf, file: File, st: FileStat, rules: OpenRules<'_>) -> 
         return OpenStep::Done(path, Err(e));
     }
     if !rules.keeps_body(st.size) {
+        if !rules.kernel_read_ahead {
+            // Sets a flag of the open file; it waits for nothing, so the loop may do it too.
+            let _ = amped_sys::files::no_read_ahead(&file);
+        }
         let entry = FileEntry::from_stat(path.clone(), file, &st, None);
         return OpenStep::Done(path, Ok(entry));
     }

@@ -46,7 +46,7 @@ fn err<T>(errno: i32) -> io::Result<T> {
 /// `stat`, `read N`: N the most bytes asked) and what the request got.
 fn play(script: &[Script], keep_up_to: Option<u64>) -> (Vec<String>, Got) {
     let pages = PagePolicy::new(0);
-    let rules = OpenRules { keep_bodies_up_to: keep_up_to, pages: &pages };
+    let rules = OpenRules { keep_bodies_up_to: keep_up_to, pages: &pages, kernel_read_ahead: true };
     let mut open = FileOpen::new(PathBuf::from("/srv/f"));
     let (mut asked, mut script) = (Vec::new(), script.iter());
     loop {
@@ -157,7 +157,7 @@ pub(crate) fn describe(r: &io::Result<FileEntry>) -> String {
 fn the_blocking_driver_opens_regular_files_only() {
     let dir = tree();
     let pages = PagePolicy::new(0);
-    let rules = OpenRules { keep_bodies_up_to: Some(64), pages: &pages };
+    let rules = OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead: true };
     for (name, want) in BLOCKING_ANSWERS {
         let got = open_blocking(dir.path().join(name), rules);
         assert_eq!(describe(&got), *want, "{name}");
@@ -173,7 +173,7 @@ fn a_cold_small_body_means_pressure_and_gives_its_pages_back() {
     let path = dir.path().join("small");
     File::open(&path).unwrap().sync_all().unwrap(); // written back, so its pages can go
     let pages = PagePolicy::new(64);
-    let rules = OpenRules { keep_bodies_up_to: Some(64), pages: &pages };
+    let rules = OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead: true };
 
     // Resident (just written): no miss, no pressure, the pages stay.
     let warm = open_blocking(path.clone(), rules).unwrap();
@@ -191,4 +191,31 @@ fn a_cold_small_body_means_pressure_and_gives_its_pages_back() {
     assert_eq!(cold.body.as_deref(), Some(&b"0123456789"[..]));
     assert!(pages.under_pressure(), "a cold small body is a miss");
     assert_eq!(residency::is_resident(&cold.file, 0, cold.size).ok(), Some(false));
+}
+
+#[test]
+fn with_kernel_read_ahead_off_a_read_brings_in_only_its_own_pages() {
+    let dir = tree();
+    let path = dir.path().join("large");
+    std::fs::write(&path, vec![5u8; 1 << 20]).unwrap();
+    File::open(&path).unwrap().sync_all().unwrap(); // written back, so its pages can go
+    let pages = PagePolicy::new(0);
+    let rules = OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead: false };
+    let entry = open_blocking(path.clone(), rules).unwrap();
+    residency::evict(&entry.file).unwrap();
+    if residency::is_resident(&entry.file, 0, 4096).unwrap_or(true) {
+        eprintln!("skipped: this file system keeps the pages of {path:?}");
+        return;
+    }
+    let mut page = [0u8; 4096];
+    assert_eq!(amped_sys::files::read_at(&entry.file, &mut page, 0).unwrap(), 4096);
+    assert_eq!(page, [5u8; 4096]);
+    assert_eq!(residency::is_resident(&entry.file, 0, 4096).ok(), Some(true));
+    // The kernel's first read-ahead window would have brought in at least the next pages.
+    assert_eq!(
+        residency::is_resident(&entry.file, 4096, 4096).ok(),
+        Some(false),
+        "the page after the read was read ahead"
+    );
+    assert_eq!(residency::is_resident(&entry.file, 64 << 10, 64 << 10).ok(), Some(false));
 }

@@ -124,7 +124,8 @@ mod tests {
         let mut ring = Ring::new(8).expect("io_uring available");
         let dir = tree();
         let pages = PagePolicy::new(0);
-        let rules = OpenRules { keep_bodies_up_to: Some(64), pages: &pages };
+        let rules =
+            OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead: true };
         for (name, want) in BLOCKING_ANSWERS {
             let r = open_on_ring(&mut ring, dir.path().join(name), rules);
             assert_eq!(r.url_path, "/url");
@@ -145,7 +146,8 @@ mod tests {
             return;
         }
         let pages = PagePolicy::new(64);
-        let rules = OpenRules { keep_bodies_up_to: Some(64), pages: &pages };
+        let rules =
+            OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead: true };
         let r = open_on_ring(&mut ring, path, rules);
         let entry = r.file.unwrap().unwrap();
         assert_eq!(entry.body.as_deref(), Some(&b"0123456789"[..]));
