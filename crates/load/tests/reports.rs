@@ -115,6 +115,19 @@ fn windows_by_start_count_each_failure_where_its_request_was_due() {
 }
 
 #[test]
+fn an_answer_after_the_timeout_is_a_timeout_between_checks_too() {
+    // 120 ms answers against a 110 ms timeout: the 100 ms check rarely lands in between.
+    let server = serve(|_| {
+        std::thread::sleep(Duration::from_millis(120));
+        Reply::Send(ok("x"))
+    });
+    let run = ampload(&["-n", "5", "-c", "1", "--timeout", "110ms", "--json", &server.url("/")]);
+    assert_eq!(run.code, Some(1), "no request got a valid response: {}", run.stderr);
+    let report = run.json();
+    assert_eq!((n(&report["requests"]), n(&report["errors"]["timeout"])), (0, 5), "{report}");
+}
+
+#[test]
 fn one_histogram_for_the_whole_run_without_interval() {
     let server = serve(|_| Reply::Send(ok("x")));
     let dir = tempfile::tempdir().unwrap();

@@ -276,10 +276,17 @@ impl<'a> Worker<'a> {
         {
             let hangup = flags.intersects(EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR);
             let stats = &mut self.stats;
+            let timeout = self.config.timeout;
             let mut answered = 0;
             let outcome =
                 self.conns[key].read(&mut self.scratch, hangup, &mut |request, response, now| {
-                    stats.record_response(response, request.start, now);
+                    // Late is late whenever the scan would have noticed it.
+                    if now.saturating_duration_since(request.start) >= timeout {
+                        let late = format!("answered after the {}s timeout", timeout.as_secs_f64());
+                        stats.record_errors(ErrorKind::Timeout, [request.start], now, || late);
+                    } else {
+                        stats.record_response(response, request.start, now);
+                    }
                     answered += 1;
                 });
             self.outstanding -= answered;
