@@ -12,6 +12,8 @@
 # the cgroup's reads), fetches every file at once over loopback and prints the bytes read from
 # the disk ÷ the bytes sent (1.00: every byte read once), the requests, and the seconds. The
 # disk's read-ahead is restored afterwards. Bounded: each fetch times out after 120 s.
+# AMPED_VARIANTS: amped's option sets to compare, one a line (default: each architecture with
+# --kernel-read-ahead on and off).
 set -euo pipefail
 out=${1:?usage: read_amplification.sh OUT_DIR [N_FILES] [MEMORY_MIB] [READ_AHEAD_KB...]}
 n=${2:-16}
@@ -33,6 +35,11 @@ queue=/sys/dev/block/$majmin/queue
 [ -e "$queue/read_ahead_kb" ] || queue=$(dirname "$(readlink -f /sys/dev/block/$majmin)")/queue
 own_ra=$(cat "$queue/read_ahead_kb")
 settings=("$@")
+# amped's option sets, one a line (AMPED_VARIANTS overrides them).
+mapfile -t variants <<< "${AMPED_VARIANTS:-$(printf '%s\n' \
+  '--arch amped --kernel-read-ahead on' '--arch amped --kernel-read-ahead off' \
+  '--arch uring --kernel-read-ahead on' '--arch uring --kernel-read-ahead off' \
+  '--arch sped --kernel-read-ahead on' '--arch sped --kernel-read-ahead off')}"
 [ ${#settings[@]} -gt 0 ] || settings=("$own_ra")
 cg=amped-read-amp-$$
 mem=/sys/fs/cgroup/memory/$cg
@@ -85,11 +92,10 @@ print(f'| $ra | $label | {b / sent:.2f} | {r} | {b / max(r, 1) / 1e3:.0f} | {$t1
 } | tee "$out/results.md"
 for ra in "${settings[@]}"; do
   echo "$ra" > "$queue/read_ahead_kb"
-  for arch in amped uring sped; do
-    for kra in on off; do
-      one "$arch --kernel-read-ahead $kra" "$amped" --arch "$arch" --kernel-read-ahead "$kra" \
-        --listen "127.0.0.1:$port" "$data" | tee -a "$out/results.md"
-    done
+  for variant in "${variants[@]}"; do
+    read -ra opts <<< "$variant"
+    one "amped $variant" "$amped" "${opts[@]}" --listen "127.0.0.1:$port" "$data" \
+      | tee -a "$out/results.md"
   done
   if command -v h2o > /dev/null; then
     one h2o h2o -c "$out/h2o.conf" | tee -a "$out/results.md"

@@ -45,6 +45,9 @@ pub enum Call {
     Cachestat,
     /// `posix_fadvise`.
     Fadvise,
+    /// `vmsplice` of a file mapping into a pipe: faults the pages in (in whole blocks, may wait
+    /// for the disk) and moves references to them, as `splice` does.
+    VmspliceIn,
     /// `open` of a file.
     Open,
     /// `stat`/`statx`/`fstat`, `readlink` walks (`canonicalize`).
@@ -61,7 +64,7 @@ pub enum Call {
 
 impl Call {
     /// Every call, in output order.
-    pub const ALL: [Call; 17] = [
+    pub const ALL: [Call; 18] = [
         Call::EpollWait,
         Call::EpollCtl,
         Call::Accept,
@@ -73,6 +76,7 @@ impl Call {
         Call::SpliceOut,
         Call::Cachestat,
         Call::Fadvise,
+        Call::VmspliceIn,
         Call::Open,
         Call::Stat,
         Call::FileRead,
@@ -95,6 +99,7 @@ impl Call {
             Call::SpliceOut => "splice_out",
             Call::Cachestat => "cachestat",
             Call::Fadvise => "fadvise",
+            Call::VmspliceIn => "vmsplice_in",
             Call::Open => "open",
             Call::Stat => "stat",
             Call::FileRead => "file_read",
@@ -113,6 +118,7 @@ impl Call {
             Call::Sendfile
                 | Call::SpliceIn
                 | Call::Fadvise
+                | Call::VmspliceIn
                 | Call::Open
                 | Call::Stat
                 | Call::FileRead

@@ -73,6 +73,69 @@ impl PagePipe {
         Ok(moved)
     }
 
+    /// As [`fill`](Self::fill), through a read-only mapping of the file marked for huge pages
+    /// and random access, whose pages `vmsplice` faults in and moves into the pipe (references,
+    /// as `splice` does; nothing is copied). A fault in such a mapping reads the whole 2 MiB
+    /// block around it, as one folio where the file system has large folios (ext4 since Linux
+    /// 6.16, XFS): a block device then gets one request per block where `splice` and
+    /// `WILLNEED` advice make one per 512 KiB-1 MiB. And unlike a read, a fault through the
+    /// mapping starts no read-ahead of the kernel's own beyond the block. The kernel's error
+    /// (e.g. `ENODEV`: the file cannot be mapped; `EFAULT`: it is shorter than the range) comes
+    /// back only when nothing was moved. Stops at the end of the file, as [`fill`](Self::fill).
+    #[track_caller]
+    pub fn fill_mapped(&mut self, file: &File, offset: u64, len: usize) -> io::Result<usize> {
+        use rustix::mm::{Advice, MapFlags, ProtFlags, madvise, mmap, munmap};
+        // Never past the end of the file as it is now: the last page of a mapping holds zeros
+        // after it, and a page wholly after it cannot be faulted in.
+        let size = rustix::fs::fstat(file)?.st_size as u64;
+        let want = len.min(self.capacity - self.held).min(size.saturating_sub(offset) as usize);
+        if want == 0 {
+            return Ok(0);
+        }
+        let page = rustix::param::page_size() as u64;
+        let skip = (offset % page) as usize;
+        let map_len = skip + want;
+        around(Call::VmspliceIn, About::Fd(file.as_fd()), || -> io::Result<usize> {
+            let null = std::ptr::null_mut();
+            let (prot, flags) = (ProtFlags::READ, MapFlags::SHARED);
+            // SAFETY: a new read-only mapping at an address the kernel picks, so it replaces
+            // nothing; only the kernel reads it (below), and it is unmapped before returning.
+            let at = unsafe { mmap(null, map_len, prot, flags, file, offset - skip as u64)? };
+            // SAFETY (both): `at..at + map_len` is exactly the mapping made above. Random
+            // access: a fault reads its block and no read-ahead window after it; huge pages:
+            // refused where transparent huge pages are off, and then pages come one by one.
+            let _ = unsafe { madvise(at, map_len, Advice::Random) };
+            let _ = unsafe { madvise(at, map_len, Advice::LinuxHugepage) };
+            let mut moved = 0;
+            let result = loop {
+                if moved == want {
+                    break Ok(moved);
+                }
+                // SAFETY: the slice lies inside the mapping made above, alive until munmap
+                // below; `vmsplice` only reads it (faulting its pages in) and takes references
+                // to its pages, which outlive the mapping.
+                let chunk = unsafe {
+                    std::slice::from_raw_parts(at.cast::<u8>().add(skip + moved), want - moved)
+                };
+                let iov = [rustix::pipe::IoSliceRaw::from_slice(chunk)];
+                let flags = SpliceFlags::NONBLOCK;
+                // SAFETY: `iov` describes readable memory of the live mapping (above).
+                match unsafe { rustix::pipe::vmsplice(&self.write, &iov, flags) } {
+                    Ok(0) => break Ok(moved),
+                    Ok(n) => moved += n,
+                    Err(rustix::io::Errno::INTR) => {}
+                    Err(_) if moved > 0 => break Ok(moved),
+                    Err(e) => break Err(e.into()),
+                }
+            };
+            // SAFETY: unmaps exactly the mapping made above; the pipe holds page references,
+            // not addresses in it.
+            let _ = unsafe { munmap(at, map_len) };
+            self.held += moved;
+            result
+        })
+    }
+
     /// Moves up to `len` held bytes into `sock` without blocking (`WouldBlock` when the socket
     /// is full); `more` tells the socket further data follows (`SPLICE_F_MORE`).
     #[track_caller]
@@ -119,9 +182,44 @@ mod tests {
         (path, f)
     }
 
+    type Fill = fn(&mut PagePipe, &File, u64, usize) -> io::Result<usize>;
+
     #[test]
     fn fills_from_a_file_and_drains_into_a_socket_in_order() {
-        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        stream_through(PagePipe::fill, 300_000);
+    }
+
+    #[test]
+    fn a_mapped_fill_streams_the_same_bytes_and_stops_at_the_end() {
+        // Past one 2 MiB block, with a short last page: what the mapping holds after the end
+        // of the file must not be sent.
+        stream_through(PagePipe::fill_mapped, (5 << 20) + 1234);
+    }
+
+    #[test]
+    fn a_mapped_fill_starts_anywhere_and_takes_evicted_pages() {
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 253) as u8).collect();
+        let (path, file) = temp_file(&data);
+        crate::residency::evict(&file).unwrap();
+        let mut pipe = PagePipe::new(256 << 10).unwrap();
+        let at = 2_100_001; // not on a page
+        let moved = pipe.fill_mapped(&file, at as u64, 100_000).unwrap();
+        assert_eq!((moved, pipe.held()), (100_000, 100_000));
+        let mut rd = File::from(pipe.read.try_clone().unwrap());
+        let mut buf = vec![0u8; moved];
+        rd.read_exact(&mut buf).unwrap();
+        assert!(buf == data[at..at + moved], "the bytes at the offset");
+        pipe.held = 0;
+        let end = data.len() as u64;
+        assert_eq!(pipe.fill_mapped(&file, end - 10, 100).unwrap(), 10, "up to the end");
+        assert_eq!(pipe.fill_mapped(&file, end, 100).unwrap(), 0, "nothing after it");
+        std::fs::remove_file(path).unwrap();
+    }
+
+    /// Sends a file of `len` bytes through a pipe filled by `fill` into a socket and checks
+    /// the bytes that arrive.
+    fn stream_through(fill: Fill, len: u32) {
+        let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
         let (path, file) = temp_file(&data);
         let mut pipe = PagePipe::new(256 << 10).unwrap();
         assert!(pipe.capacity() >= 64 << 10);
@@ -136,7 +234,7 @@ mod tests {
         });
         let mut sent = 0u64;
         while sent < data.len() as u64 {
-            let moved = pipe.fill(&file, sent, data.len() - sent as usize).unwrap();
+            let moved = fill(&mut pipe, &file, sent, data.len() - sent as usize).unwrap();
             assert!(moved > 0);
             assert_eq!(pipe.held(), moved);
             while pipe.held() > 0 {
@@ -149,7 +247,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(pipe.fill(&file, data.len() as u64, 10).unwrap(), 0, "end of file");
+        assert_eq!(fill(&mut pipe, &file, data.len() as u64, 10).unwrap(), 0, "end of file");
         drop(server);
         assert_eq!(reader.join().unwrap(), data);
         std::fs::remove_file(path).unwrap();

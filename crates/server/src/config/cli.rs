@@ -88,6 +88,12 @@ pub struct Args {
     /// unused under memory pressure) [default: on].
     #[arg(long, value_name = "on|off")]
     pub kernel_read_ahead: Option<String>,
+    /// Whether a pipe fill moves the file's pages through a huge-page mapping of it
+    /// (`vmsplice`) instead of `splice`: a fault reads the whole 2 MiB block around it, which a
+    /// file system with large folios reads as one request where a splice's read and advice
+    /// take two to four, and starts no read-ahead beyond it [default: off].
+    #[arg(long, value_name = "on|off")]
+    pub fill_blocks: Option<String>,
     /// A pipe fill asks the disk for up to this many further 128 KiB pieces at once instead of
     /// one after another (0-7): a large transfer then holds a deeper share of a busy disk's
     /// queue, at the cost of requests waiting behind it [default: 7].
@@ -335,6 +341,7 @@ impl Args {
             read_path,
             transfer_order,
             kernel_read_ahead,
+            fill_blocks,
             fill_ahead,
             fill_ahead_after,
             disk_concurrency,

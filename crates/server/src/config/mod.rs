@@ -306,6 +306,9 @@ pub struct Config {
     /// The kernel reads ahead of cold reads (`--kernel-read-ahead`); off: only the server's
     /// own fills and ask-ahead read the disk.
     pub kernel_read_ahead: bool,
+    /// A pipe fill moves pages through a huge-page mapping of the file, which reads whole
+    /// 2 MiB blocks (`--fill-blocks`).
+    pub fill_blocks: bool,
     /// Further 128 KiB pieces a pipe fill asks the disk for at once (0: none).
     pub fill_ahead: u64,
     /// Only transfers under way at least this long ask ahead (`--fill-ahead-after`).
@@ -590,6 +593,11 @@ impl Config {
             Some("off") => false,
             Some(s) => return err(format!("--kernel-read-ahead '{s}' is not on or off")),
         };
+        let fill_blocks = match a.fill_blocks.as_deref() {
+            Some("on") => true,
+            None | Some("off") => false,
+            Some(s) => return err(format!("--fill-blocks '{s}' is not on or off")),
+        };
         let fill_ahead = match a.fill_ahead {
             Some(n) if n > 7 => return err(format!("--fill-ahead {n} is not in 0..=7")),
             n => n.unwrap_or(FILL_AHEAD),
@@ -697,6 +705,7 @@ impl Config {
             page_yield_above: a.page_yield_above.unwrap_or(0),
             transfer_order,
             kernel_read_ahead,
+            fill_blocks,
             fill_ahead,
             fill_ahead_after,
             disk_concurrency,
@@ -928,6 +937,8 @@ mod tests {
         assert_eq!(c.disk_concurrency, DiskBound::Auto);
         assert!(c.kernel_read_ahead, "the kernel reads ahead unless told not to");
         assert!(!parse(&[".", "--kernel-read-ahead", "off"]).unwrap().kernel_read_ahead);
+        assert!(!c.fill_blocks, "fills splice unless told to read whole blocks");
+        assert!(parse(&[".", "--fill-blocks", "on"]).unwrap().fill_blocks);
         let bound = |v: &str| parse(&[".", "--disk-concurrency", v]).unwrap().disk_concurrency;
         assert_eq!((bound("auto"), bound("3")), (DiskBound::Auto, DiskBound::Fixed(3)));
         assert_eq!(c.fit_descriptors(1 << 20), None, "plenty of descriptors: unchanged");
@@ -1000,6 +1011,7 @@ mod tests {
             (vec!["--transfer-order", "newest"], "--transfer-order 'newest' is not one of"),
             (vec!["--fill-ahead", "8"], "--fill-ahead 8 is not in 0..=7"),
             (vec!["--kernel-read-ahead", "yes"], "--kernel-read-ahead 'yes' is not on or off"),
+            (vec!["--fill-blocks", "2"], "--fill-blocks '2' is not on or off"),
             (vec!["--fill-ahead-after", "3600001"], "--fill-ahead-after 3600001 is not in"),
             (vec!["--disk-concurrency", "0"], "--disk-concurrency '0' is not auto or 1..=1024"),
             (vec!["--disk-concurrency", "many"], "--disk-concurrency 'many' is not auto"),

@@ -163,6 +163,13 @@ impl Job {
             }
             Job::Fill { reading, offset, len, mut pipe, since, .. } => {
                 let file = &reading.file().file;
+                // Whole blocks through a mapping; where the file cannot be mapped (or shrank
+                // under it), the splice below says what there is.
+                if cfg.fill_blocks
+                    && let Ok(moved) = pipe.fill_mapped(file, offset, len as usize)
+                {
+                    return JobDone::Filled(pipe, Ok(moved));
+                }
                 let pieces =
                     ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, since.elapsed());
                 ask_ahead::advise(file, ask_ahead::range(offset, offset + len, pieces, 0));

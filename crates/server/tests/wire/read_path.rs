@@ -99,13 +99,32 @@ fn amped_read_ahead_path_is_exact_under_eviction() {
     assert_eq!(counter(&st, "pipe_fills"), 0, "{st}");
 }
 
-/// `--transfer-order oldest` and `--fill-ahead 3` (the alternatives the lab compares) change
-/// only the order and depth of the disk reads: the body is exact under eviction either way.
+/// `--transfer-order oldest`, `--fill-ahead 3` and `--fill-blocks on` (the alternatives the
+/// lab compares) change only the order, depth and size of the disk reads: the body is exact
+/// under eviction either way.
 #[test]
-fn transfer_order_and_fill_ahead_keep_the_body_exact() {
-    for extra in [["--transfer-order", "oldest"], ["--fill-ahead", "3"]] {
+fn transfer_order_fill_ahead_and_fill_blocks_keep_the_body_exact() {
+    let options = [["--transfer-order", "oldest"], ["--fill-ahead", "3"], ["--fill-blocks", "on"]];
+    for extra in options {
         let st = cold_fetch_under_eviction("amped", &extra);
         assert!(counter(&st, "pipe_fills") >= 1, "{extra:?}: {st}");
+    }
+}
+
+/// `--fill-blocks on` maps whole 2 MiB blocks, but a range that starts and ends inside blocks
+/// gets exactly its bytes, cold, under every architecture that fills pipes.
+#[test]
+fn fill_blocks_serve_a_cold_range_exactly() {
+    for arch in ["amped", "sped"] {
+        let s = Server::start(&["--arch", arch], &["--fill-blocks", "on"], fill);
+        evict(&s.path("big.bin"));
+        let (from, to) = (2_100_001, 4_500_000);
+        let r = request_once(
+            s.addr,
+            req("GET", "/big.bin", &format!("Range: bytes={from}-{to}\r\n")).as_bytes(),
+        );
+        r.assert_status(206);
+        assert!(r.body == pseudo_random(LEN, 7)[from..=to], "{arch}: {} bytes", r.body.len());
     }
 }
 
