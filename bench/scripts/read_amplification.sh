@@ -13,7 +13,8 @@
 # the disk ÷ the bytes sent (1.00: every byte read once), the requests, and the seconds. The
 # disk's read-ahead is restored afterwards. Bounded: each fetch times out after 120 s.
 # AMPED_VARIANTS: amped's option sets to compare, one a line (default: each architecture with
-# --kernel-read-ahead on and off).
+# --kernel-read-ahead on and off). READ_IOPS: the blkio cgroup's reads per second (default 10^6,
+# which caps nothing; e.g. 300 for the lab's IOPS model, so the seconds say what the cap costs).
 set -euo pipefail
 out=${1:?usage: read_amplification.sh OUT_DIR [N_FILES] [MEMORY_MIB] [READ_AHEAD_KB...]}
 n=${2:-16}
@@ -53,7 +54,7 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$mem" "$blk"
 echo $((mib << 20)) > "$mem/memory.limit_in_bytes"
-echo "$majmin 1000000" > "$blk/blkio.throttle.read_iops_device"
+echo "$majmin ${READ_IOPS:-1000000}" > "$blk/blkio.throttle.read_iops_device"
 cat > "$out/h2o.conf" <<EOF
 listen:
   host: 127.0.0.1
