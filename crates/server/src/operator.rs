@@ -306,12 +306,17 @@ mod tests {
         assert_eq!(serving.header_timeout(), Duration::from_secs(1), "applied live");
         assert_eq!(r.current.arch, serving.arch, "kept");
         let new = Config::load(r.args.clone()).unwrap();
-        // The metadata lane's default maximum follows --helpers (4 ×), so it is named too: the
-        // running lane keeps its maximum until a restart.
-        assert_eq!(
-            restart_only_changes(&r.current, &new),
-            vec!["--arch", "--helpers", "--metadata-helpers/--metadata-helpers-max"]
-        );
+        // The metadata lane's default maximum follows --helpers (4 ×), and who reads ahead
+        // follows --arch (amped asks ahead itself), so those are named too: the running server
+        // keeps them until a restart.
+        let named = [
+            "--arch",
+            "--helpers",
+            "--kernel-read-ahead",
+            "--fill-ahead-after",
+            "--metadata-helpers/--metadata-helpers-max",
+        ];
+        assert_eq!(restart_only_changes(&r.current, &new), named);
         std::fs::write(&file, "header_timeout = \"soon\"\n").unwrap();
         r.reload(); // invalid: nothing changes
         assert_eq!(serving.header_timeout(), Duration::from_secs(1));

@@ -85,7 +85,8 @@ pub struct Args {
     /// Whether the kernel reads ahead of what a cold chunk's read asks for: `on`, or `off`
     /// (`posix_fadvise(RANDOM)` on every file served from its descriptor: the disk reads only
     /// the fills and ask-ahead the server issues, so no page is read ahead and reclaimed
-    /// unused under memory pressure) [default: on].
+    /// unused under memory pressure) [default: off under --arch amped, whose fills ask ahead
+    /// themselves (--fill-ahead-after 0); on otherwise].
     #[arg(long, value_name = "on|off")]
     pub kernel_read_ahead: Option<String>,
     /// Whether a pipe fill moves the file's pages through a huge-page mapping of it
@@ -101,7 +102,7 @@ pub struct Args {
     pub fill_ahead: Option<u64>,
     /// Only transfers that began at least this many milliseconds ago ask ahead: the few
     /// longest transfers get the deeper share of the disk, new and short responses do not
-    /// queue behind it (0: every fill) [default: 2000].
+    /// queue behind it (0: every fill) [default: 0 under --arch amped, 2000 otherwise].
     #[arg(long, value_name = "MS")]
     pub fill_ahead_after: Option<u64>,
     /// Cold reads at the disk at once: `auto` starts at --helpers and doubles, up to

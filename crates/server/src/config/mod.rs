@@ -40,6 +40,17 @@ pub enum Arch {
 }
 
 impl Arch {
+    /// Whether this architecture's cold reads ask the disk ahead themselves by default instead
+    /// of leaving it to the kernel (`--kernel-read-ahead off --fill-ahead-after 0`): AMPED's,
+    /// whose helpers' fills then read every byte once and overlap a transfer's next read with
+    /// its send (heavy-tailed log: +5–9 % on the IOPS cap, +12–34 % on the SSD-like model,
+    /// p95 −40 % on the one-arm disk; docs/BENCHMARKS.md §3b, sessions 14–15). Not io_uring's,
+    /// whose large requests come from the kernel's windows (−24–28 % on the IOPS cap without
+    /// them), nor the others', whose reads the pair was not measured with.
+    pub fn asks_ahead_itself(self) -> bool {
+        matches!(self, Arch::Amped)
+    }
+
     /// All architectures, in the order the docs list them.
     pub const ALL: [Arch; 7] =
         [Arch::Sped, Arch::Amped, Arch::Mt, Arch::Pool, Arch::Mp, Arch::Uring, Arch::Staged];
@@ -139,8 +150,9 @@ const METADATA_LANE_ADAPTS_BY_DEFAULT: bool = true;
 /// ~21 s, against one unanswered in three of five rounds and ~28–30 s without; the SPECweb-like
 /// cold start within ~1 % (docs/BENCHMARKS.md §3b, session 10).
 const FILL_AHEAD: u64 = 7;
-/// `--fill-ahead-after`'s default: only transfers under way this long ask ahead, so a new
-/// response's first fill does not put its reads ahead of others'.
+/// `--fill-ahead-after`'s default but under AMPED ([`Arch::asks_ahead_itself`]): only
+/// transfers under way this long ask ahead, so a new response's first fill does not put its
+/// reads ahead of others'.
 const FILL_AHEAD_AFTER: Duration = Duration::from_secs(2);
 
 impl MetadataHelpers {
@@ -589,7 +601,8 @@ impl Config {
             })?,
         };
         let kernel_read_ahead = match a.kernel_read_ahead.as_deref() {
-            None | Some("on") => true,
+            None => !arch.asks_ahead_itself(),
+            Some("on") => true,
             Some("off") => false,
             Some(s) => return err(format!("--kernel-read-ahead '{s}' is not on or off")),
         };
@@ -606,7 +619,9 @@ impl Config {
             Some(ms) if ms > 3_600_000 => {
                 return err(format!("--fill-ahead-after {ms} is not in 0..=3600000 (ms)"));
             }
-            ms => ms.map_or(FILL_AHEAD_AFTER, Duration::from_millis),
+            Some(ms) => Duration::from_millis(ms),
+            None if arch.asks_ahead_itself() => Duration::ZERO,
+            None => FILL_AHEAD_AFTER,
         };
         let disk_concurrency = match a.disk_concurrency.as_deref() {
             None | Some("auto") => DiskBound::Auto,
@@ -933,10 +948,20 @@ mod tests {
         assert_eq!((c.path_cache_entries, c.file_cache_entries), (32768, 16384));
         assert_eq!(c.page_yield_above, 0, "the page-yield policy is off by default");
         assert_eq!((c.transfer_order, c.fill_ahead), (TransferOrder::Oldest, 7));
-        assert_eq!(c.fill_ahead_after, Duration::from_secs(2), "only long transfers ask ahead");
         assert_eq!(c.disk_concurrency, DiskBound::Auto);
-        assert!(c.kernel_read_ahead, "the kernel reads ahead unless told not to");
-        assert!(!parse(&[".", "--kernel-read-ahead", "off"]).unwrap().kernel_read_ahead);
+        assert!(!c.kernel_read_ahead, "AMPED asks ahead itself unless told not to");
+        assert_eq!(c.fill_ahead_after, Duration::ZERO, "from the first fill");
+        let amped_on = parse(&[".", "--kernel-read-ahead", "on", "--fill-ahead-after", "2000"]);
+        let amped_on = amped_on.unwrap();
+        assert!(amped_on.kernel_read_ahead);
+        assert_eq!(amped_on.fill_ahead_after, Duration::from_secs(2));
+        for arch in ["uring", "sped", "mt", "pool", "mp", "staged"] {
+            let c = parse(&[".", "--arch", arch]).unwrap();
+            assert!(c.kernel_read_ahead, "{arch}: the kernel reads ahead");
+            assert_eq!(c.fill_ahead_after, Duration::from_secs(2), "{arch}");
+            let off = parse(&[".", "--arch", arch, "--kernel-read-ahead", "off"]).unwrap();
+            assert!(!off.kernel_read_ahead, "{arch}");
+        }
         assert!(!c.fill_blocks, "fills splice unless told to read whole blocks");
         assert!(parse(&[".", "--fill-blocks", "on"]).unwrap().fill_blocks);
         let bound = |v: &str| parse(&[".", "--disk-concurrency", v]).unwrap().disk_concurrency;
