@@ -87,8 +87,9 @@ impl PagePipe {
         use rustix::mm::{Advice, MapFlags, ProtFlags, madvise, mmap, munmap};
         // Never past the end of the file as it is now: the last page of a mapping holds zeros
         // after it, and a page wholly after it cannot be faulted in.
-        let size = rustix::fs::fstat(file)?.st_size as u64;
-        let want = len.min(self.capacity - self.held).min(size.saturating_sub(offset) as usize);
+        let left = crate::files::fstat(file)?.len().saturating_sub(offset);
+        let want =
+            len.min(self.capacity - self.held).min(usize::try_from(left).unwrap_or(usize::MAX));
         if want == 0 {
             return Ok(0);
         }

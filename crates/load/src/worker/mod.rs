@@ -282,8 +282,9 @@ impl<'a> Worker<'a> {
                 self.conns[key].read(&mut self.scratch, hangup, &mut |request, response, now| {
                     // Late is late whenever the scan would have noticed it.
                     if now.saturating_duration_since(request.start) >= timeout {
-                        let late = format!("answered after the {}s timeout", timeout.as_secs_f64());
-                        stats.record_errors(ErrorKind::Timeout, [request.start], now, || late);
+                        let late =
+                            || format!("answered after the {}s timeout", timeout.as_secs_f64());
+                        stats.record_errors(ErrorKind::Timeout, [request.start], now, late);
                     } else {
                         stats.record_response(response, request.start, now);
                     }

@@ -600,17 +600,9 @@ impl Config {
                 ConfigError(format!("--transfer-order '{s}' is not one of: fair, oldest"))
             })?,
         };
-        let kernel_read_ahead = match a.kernel_read_ahead.as_deref() {
-            None => !arch.asks_ahead_itself(),
-            Some("on") => true,
-            Some("off") => false,
-            Some(s) => return err(format!("--kernel-read-ahead '{s}' is not on or off")),
-        };
-        let fill_blocks = match a.fill_blocks.as_deref() {
-            Some("on") => true,
-            None | Some("off") => false,
-            Some(s) => return err(format!("--fill-blocks '{s}' is not on or off")),
-        };
+        let kernel_read_ahead =
+            on_off("kernel-read-ahead", a.kernel_read_ahead.as_deref(), !arch.asks_ahead_itself())?;
+        let fill_blocks = on_off("fill-blocks", a.fill_blocks.as_deref(), false)?;
         let fill_ahead = match a.fill_ahead {
             Some(n) if n > 7 => return err(format!("--fill-ahead {n} is not in 0..=7")),
             n => n.unwrap_or(FILL_AHEAD),
@@ -867,6 +859,16 @@ fn parse_rate(text: &str, burst: Option<u32>) -> Result<Rate, ConfigError> {
         None => per_second.ceil().max(1.0),
     };
     Ok(Rate { per_second, burst })
+}
+
+/// An `on|off` option's value, `default` when it was not given.
+fn on_off(name: &str, v: Option<&str>, default: bool) -> Result<bool, ConfigError> {
+    match v {
+        None => Ok(default),
+        Some("on") => Ok(true),
+        Some("off") => Ok(false),
+        Some(s) => err(format!("--{name} '{s}' is not on or off")),
+    }
 }
 
 fn positive(name: &str, v: usize) -> Result<usize, ConfigError> {
