@@ -1,0 +1,10 @@
+#!/bin/bash
+# serveN.sh "FILES" [AMPED OPTS...]: start amped over /var/tmp/s16, fetch FILES concurrently, stop.
+fs=$1; shift
+${AMPED:-/work/bin-s16/amped} --listen 127.0.0.1:18080 --allow-root --error-log off "$@" /var/tmp/s16 &
+p=$!
+for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:18080/nonexistent && break; sleep 0.05; done
+pids=""
+for f in $fs; do timeout 120 curl -s -o /dev/null http://127.0.0.1:18080/$f & pids="$pids $!"; done
+wait $pids
+kill $p; wait $p 2>/dev/null
