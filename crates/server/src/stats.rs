@@ -74,6 +74,8 @@ counters! {
     readahead_jobs,
     /// Of those, chunks a helper moved into a pipe (`--read-path pipe`).
     pipe_fills,
+    /// Of those, chunks a helper read into a buffer (`--read-path copy`).
+    copy_fills,
     /// Large files whose pages were dropped after sending, under memory pressure.
     page_yields,
     /// Times accepting was paused (connection cap or descriptor exhaustion).

@@ -12,7 +12,8 @@
 //!
 //! Bytes go out through a [`Wire`] (the transport layer, [`crate::transport`]): the socket
 //! itself, or a TLS session. A TLS connection sends with zero-copy off, so its file bodies take
-//! the read + write path below — the same residency test and jobs, a buffer in between.
+//! the read + write path below — the same residency test; a cold chunk is read by a job into
+//! the response's buffer (`Job::Copy`), which the loop then writes.
 
 use crate::cache::file::ReadInFlight;
 use crate::config::ReadPath;
@@ -38,6 +39,13 @@ const COPY_BYTES: usize = 64 << 10;
 
 /// Empty pipes kept per thread for the next cold chunk (each costs two descriptors).
 const SPARE_PIPES: usize = 32;
+
+/// The largest read into a response's buffer (`--read-path copy`): as much as a pipe fill.
+const COPY_FILL: u64 = PIPE_BYTES as u64;
+
+/// Empty buffers kept per thread for the next cold chunk (`--read-path copy`; up to
+/// [`COPY_FILL`] each).
+const SPARE_BUFFERS: usize = 4;
 
 /// How bodies are sent.
 #[derive(Clone, Copy, Debug)]
@@ -80,6 +88,9 @@ pub struct Outgoing {
     plan: SendPlan,
     /// The pipe holding the next bytes of the body (`--read-path pipe`), once a chunk was cold.
     pipe: Option<PagePipe>,
+    /// The buffer holding the next bytes of the body (`--read-path copy`), once a chunk was
+    /// cold, and how much of it was sent.
+    copied: Option<(Vec<u8>, usize)>,
     /// A fill that failed: the next send reports it.
     failed: Option<io::Error>,
     /// When sending began (the read lane's order).
@@ -97,6 +108,7 @@ impl Outgoing {
             plan: SendPlan::new(&resp, HeadGoes::Alone),
             resp,
             pipe: None,
+            copied: None,
             failed: None,
             since: Instant::now(),
             fill: FillSize::default(),
@@ -113,9 +125,22 @@ impl Outgoing {
     /// sent from next, a read-ahead chunk is sent without testing again.
     pub fn resume(&mut self, done: JobDone) {
         if let Some(t) = self.resp.timeline.as_mut() {
-            t.chunk_back(if matches!(done, JobDone::Filled(..)) { "fill" } else { "read_ahead" });
+            t.chunk_back(match done {
+                JobDone::Filled(..) => "fill",
+                JobDone::Copied(..) => "copy",
+                _ => "read_ahead",
+            });
         }
         match done {
+            JobDone::Copied(Ok(buf)) if !buf.is_empty() => {
+                self.plan.moved_in(buf.len());
+                self.copied = Some((buf, 0));
+            }
+            JobDone::Copied(result) => {
+                self.failed = Some(result.err().unwrap_or_else(|| {
+                    io::Error::new(ErrorKind::UnexpectedEof, "file shrank while being sent")
+                }));
+            }
             JobDone::Filled(pipe, Ok(n)) if n > 0 => {
                 self.plan.moved_in(n);
                 self.pipe = Some(pipe);
@@ -213,7 +238,8 @@ impl Outgoing {
         Ok(false)
     }
 
-    /// The file bytes the pipe holds, spliced into the socket.
+    /// The file bytes in hand: written from the buffer, or spliced from the pipe into the
+    /// socket.
     fn send_in_hand(
         &mut self,
         wire: &mut Wire<'_>,
@@ -221,6 +247,12 @@ impl Outgoing {
         p: &Pipeline,
     ) -> Result<bool, Stop> {
         let t0 = self.clock();
+        if let Some((buf, sent)) = self.copied.as_mut().filter(|(buf, sent)| *sent < buf.len()) {
+            let n = wire.send(&buf[*sent..], more).map_err(Stop::from)?;
+            *sent += n;
+            self.sent("send", n, t0);
+            return self.body_moved(n, p);
+        }
         let (Some(pipe), Some(sock)) = (self.pipe.as_mut(), wire.raw_socket()) else {
             // (Pipes are filled only for plain sockets with zero copy.)
             return Err(Stop::Failed(io::Error::other("file bytes in hand, no pipe")));
@@ -283,6 +315,9 @@ impl Outgoing {
         if let Some(pipe) = self.pipe.take() {
             give_back(pipe);
         }
+        if let Some((buf, _)) = self.copied.take() {
+            give_back_buffer(buf);
+        }
         p.sent_file(file);
         Ok(true)
     }
@@ -342,8 +377,9 @@ impl Outgoing {
         }
     }
 
-    /// The job that gets a cold chunk at `pos` on its way: a pipe fill (with zero copy, and a
-    /// pipe to be had), else a read-ahead of the chunk.
+    /// The job that gets a cold chunk at `pos` on its way: a read-ahead of the chunk
+    /// (`--read-path read-ahead`), a pipe fill (with zero copy, and a pipe to be had), else a
+    /// read into the response's buffer.
     fn cold_chunk_job(
         &mut self,
         file: std::sync::Arc<crate::cache::FileEntry>,
@@ -353,20 +389,25 @@ impl Outgoing {
     ) -> Job {
         let (since, continues) = (self.since, self.plan.body_sent() > 0);
         let reading = ReadInFlight::start(file);
+        if opts.read_path == ReadPath::ReadAhead {
+            let len = remaining.min(CHUNK);
+            return Job::ReadAhead { reading, offset: pos, len, since, continues };
+        }
+        // A pipe when the bytes may go to the socket without a copy and one can be had; else
+        // (`--no-zero-copy`, TLS, no descriptor for a pipe) the bytes are copied anyway, so the
+        // helper's read is the copy: into the response's buffer, which the loop then writes.
         let pipe = match opts.read_path {
             ReadPath::Pipe if opts.zero_copy => self.pipe.take().or_else(take_spare),
             _ => None,
         };
-        match pipe {
-            Some(pipe) => {
-                let len = self.fill.take(remaining, pipe.capacity() as u64);
-                Job::Fill { reading, offset: pos, len, pipe, since, continues }
-            }
-            None => {
-                let len = remaining.min(CHUNK);
-                Job::ReadAhead { reading, offset: pos, len, since, continues }
-            }
+        if let Some(pipe) = pipe {
+            let len = self.fill.take(remaining, pipe.capacity() as u64);
+            return Job::Fill { reading, offset: pos, len, pipe, since, continues };
         }
+        // The plan sends what is in hand before it reads on: the buffer is empty here.
+        let buf = self.copied.take().map(|(buf, _)| buf).unwrap_or_else(take_spare_buffer);
+        let len = self.fill.take(remaining, COPY_FILL);
+        Job::Copy { reading, offset: pos, len, buf, since, continues }
     }
 }
 
@@ -375,12 +416,32 @@ impl Drop for Outgoing {
         if let Some(pipe) = self.pipe.take() {
             give_back(pipe);
         }
+        if let Some((buf, _)) = self.copied.take() {
+            give_back_buffer(buf);
+        }
     }
 }
 
 thread_local! {
     /// Empty pipes of this thread, ready for the next cold chunk.
     static SPARES: RefCell<Vec<PagePipe>> = const { RefCell::new(Vec::new()) };
+    /// Empty buffers of this thread, ready for the next cold chunk (`--read-path copy`).
+    static SPARE_BUFS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An empty buffer for a copy fill: a spare one, or a new one (it grows on its first read).
+fn take_spare_buffer() -> Vec<u8> {
+    SPARE_BUFS.with(|s| s.borrow_mut().pop()).unwrap_or_default()
+}
+
+/// Keeps `buf` for the next cold chunk if few are kept already.
+fn give_back_buffer(buf: Vec<u8>) {
+    SPARE_BUFS.with(|s| {
+        let mut spares = s.borrow_mut();
+        if spares.len() < SPARE_BUFFERS && buf.capacity() > 0 {
+            spares.push(buf);
+        }
+    });
 }
 
 /// An empty pipe: a spare one, or a new one (`None` if none can be made, e.g. out of

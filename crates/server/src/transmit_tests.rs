@@ -80,6 +80,7 @@ fn opts(read_path: ReadPath) -> SendOptions {
 enum Asked {
     Fill(u64, u64),
     ReadAhead(u64, u64),
+    Copy(u64, u64),
 }
 
 /// Sends `out` to the end over a socket pair, reading as it goes; every job is recorded, run
@@ -131,6 +132,7 @@ fn drive_over(
                 asked.push(match &job {
                     Job::Fill { offset, len, .. } => Asked::Fill(*offset, *len),
                     Job::ReadAhead { offset, len, .. } => Asked::ReadAhead(*offset, *len),
+                    Job::Copy { offset, len, .. } => Asked::Copy(*offset, *len),
                     Job::Resolve { .. } => panic!("a send asked for a resolve job"),
                 });
                 out.resume(p.run_job(job));
@@ -251,6 +253,39 @@ fn the_read_ahead_path_asks_for_chunks_and_sends_them_with_sendfile() {
     );
 }
 
+/// `--read-path copy`: a cold body is read into the response's buffer in trips that grow as
+/// the pipe's fills do, follow each other, and arrive whole — over a socket with zero copy,
+/// and over a wire without it (as TLS sends).
+#[test]
+fn the_copy_path_reads_growing_trips_into_a_buffer_and_sends_them() {
+    for zero_copy in [true, false] {
+        let b = Bench::new();
+        let len = 3 << 20;
+        let (file, bytes) = b.file("copied.bin", len);
+        amped_sys::residency::evict(&file.file).unwrap();
+        let body = Body::File { file, offset: 0, len: len as u64 };
+        let mut out = Outgoing::new(response(HEAD, body));
+        let opts = SendOptions { zero_copy, ..opts(ReadPath::Copy) };
+        let (got, asked, err) = drive(&mut out, opts, &b.pipeline);
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(got, with_head(HEAD, &bytes), "zero copy {zero_copy}");
+        let mut at = 0;
+        let lens: Vec<u64> = asked
+            .iter()
+            .map(|a| match a {
+                Asked::Copy(offset, len) => {
+                    assert_eq!(*offset, at, "trips follow each other: {asked:?}");
+                    at += len;
+                    *len
+                }
+                other => panic!("expected copies, got {other:?}"),
+            })
+            .collect();
+        assert_eq!(&lens[..4], &[128 << 10, 256 << 10, 512 << 10, 1 << 20]);
+        assert_eq!(at, len as u64, "the trips cover the body once");
+    }
+}
+
 #[test]
 fn without_the_residency_test_no_job_is_asked_for() {
     let b = Bench::new();
@@ -266,7 +301,12 @@ fn without_the_residency_test_no_job_is_asked_for() {
 
 #[test]
 fn a_file_that_shrank_ends_the_response_with_an_error_after_what_there_was() {
-    for (cold, name) in [(false, "shrank-warm.bin"), (true, "shrank-cold.bin")] {
+    let cases = [
+        (false, "shrank-warm.bin", ReadPath::Pipe),
+        (true, "shrank-cold.bin", ReadPath::Pipe),
+        (true, "shrank-copied.bin", ReadPath::Copy),
+    ];
+    for (cold, name, read_path) in cases {
         let b = Bench::new();
         let (file, bytes) = b.file(name, 100_000);
         std::fs::OpenOptions::new().write(true).open(&file.path).unwrap().set_len(40_000).unwrap();
@@ -275,7 +315,7 @@ fn a_file_that_shrank_ends_the_response_with_an_error_after_what_there_was() {
         }
         let body = Body::File { file, offset: 0, len: 100_000 };
         let mut out = Outgoing::new(response(HEAD, body));
-        let (got, _, err) = drive(&mut out, opts(ReadPath::Pipe), &b.pipeline);
+        let (got, _, err) = drive(&mut out, opts(read_path), &b.pipeline);
         let err = err.unwrap_or_else(|| panic!("{name}: a shrunken file cannot be sent whole"));
         assert_eq!(err.kind(), ErrorKind::UnexpectedEof, "{name}");
         assert_eq!(got, with_head(HEAD, &bytes[..40_000]), "{name}: what the file still had");

@@ -126,7 +126,9 @@ impl JobRunner for HelperPool {
                     self.pipeline.resolve_coalesced();
                 }
             }
-            Job::ReadAhead { .. } | Job::Fill { .. } => self.data.push(token, job),
+            Job::ReadAhead { .. } | Job::Fill { .. } | Job::Copy { .. } => {
+                self.data.push(token, job)
+            }
         }
         None
     }

@@ -72,8 +72,9 @@ pub struct Args {
     #[arg(long)]
     pub no_residency_test: bool,
     /// How a chunk the residency test finds cold reaches the socket: `pipe` (a helper splices
-    /// it into a pipe that holds its pages until the loop splices them out) or `read-ahead`
-    /// (a helper reads it, then the loop sendfiles it) [default: pipe].
+    /// it into a pipe that holds its pages until the loop splices them out), `read-ahead`
+    /// (a helper reads it, then the loop sendfiles it) or `copy` (a helper reads it into a
+    /// buffer the loop writes to the socket: one copy, no page held) [default: pipe].
     #[arg(long, value_name = "PATH")]
     pub read_path: Option<String>,
     /// The order in which the read lane serves chunks of transfers under way: `oldest` (the

@@ -95,17 +95,22 @@ impl Arch {
 pub enum ReadPath {
     /// A helper splices the chunk from the file into a pipe (waiting for the disk); the loop
     /// splices it from the pipe into the socket. The pipe holds the pages, so memory pressure
-    /// cannot evict them in between and nothing is read twice.
+    /// cannot evict them in between and nothing is read twice. Where the bytes are copied
+    /// anyway (`--no-zero-copy`, TLS) or no pipe can be had, [`ReadPath::Copy`] instead.
     Pipe,
     /// A helper reads the chunk (bringing it into the page cache) and the loop then
     /// `sendfile`s it, hoping the pages are still there (Flash's and New Flash's way).
     ReadAhead,
+    /// A helper reads the chunk into a buffer of the response; the loop writes the buffer to
+    /// the socket. One copy, but no page-cache page stays held once the read returns (a pipe
+    /// or a socket buffer holding file pages keeps them from reclaim), as with io_uring.
+    Copy,
 }
 
 impl ReadPath {
     /// The `--read-path` spellings.
-    pub const NAMES: [(&'static str, ReadPath); 2] =
-        [("pipe", ReadPath::Pipe), ("read-ahead", ReadPath::ReadAhead)];
+    pub const NAMES: [(&'static str, ReadPath); 3] =
+        [("pipe", ReadPath::Pipe), ("read-ahead", ReadPath::ReadAhead), ("copy", ReadPath::Copy)];
 
     fn parse(s: &str) -> Option<ReadPath> {
         by_name(&Self::NAMES, s)

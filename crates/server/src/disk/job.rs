@@ -62,6 +62,23 @@ pub enum Job {
         /// Part of the body was sent already: a transfer under way, not a new request.
         continues: bool,
     },
+    /// Read up to `len` bytes of the file at `offset` into `buf` (`--read-path copy`): the
+    /// event loop then writes the buffer to the socket, so no page-cache page is held by a
+    /// pipe or a socket buffer once the read has returned.
+    Copy {
+        /// The file, marked as being read until the job has run (dropped with it).
+        reading: ReadInFlight,
+        /// Start of the range.
+        offset: u64,
+        /// Length of the range.
+        len: u64,
+        /// The response's buffer, empty; it comes back filled in [`JobDone::Copied`].
+        buf: Vec<u8>,
+        /// When the response began (transfers under way are served oldest first).
+        since: Instant,
+        /// Part of the body was sent already: a transfer under way, not a new request.
+        continues: bool,
+    },
 }
 
 /// A job's result.
@@ -73,6 +90,9 @@ pub enum JobDone {
     ReadAhead,
     /// A [`Job::Fill`] ran: its pipe, and the bytes moved (0: the file ended early).
     Filled(PagePipe, io::Result<usize>),
+    /// A [`Job::Copy`] ran: the buffer, holding what was read (empty: the file ended early),
+    /// or why the read failed.
+    Copied(io::Result<Vec<u8>>),
     /// The job panicked (a bug): the request is answered 500 and its connection closed, rather
     /// than left waiting for a result that will never come.
     Failed,
@@ -176,6 +196,13 @@ impl Job {
                 let moved = pipe.fill(file, offset, len as usize);
                 JobDone::Filled(pipe, moved)
             }
+            Job::Copy { reading, offset, len, buf, since, .. } => {
+                let file = &reading.file().file;
+                let pieces =
+                    ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, since.elapsed());
+                ask_ahead::advise(file, ask_ahead::range(offset, offset + len, pieces, 0));
+                JobDone::Copied(copy_in(file, offset, len, buf))
+            }
         }
     }
 
@@ -183,13 +210,18 @@ impl Job {
     pub fn disk_bytes(&self) -> u64 {
         match self {
             Job::Resolve { .. } => 0,
-            Job::ReadAhead { len, .. } | Job::Fill { len, .. } => *len,
+            Job::ReadAhead { len, .. } | Job::Fill { len, .. } | Job::Copy { len, .. } => *len,
         }
     }
 
     /// Whether this job continues a transfer under way (part of its body was sent).
     pub fn continues(&self) -> bool {
-        matches!(self, Job::ReadAhead { continues: true, .. } | Job::Fill { continues: true, .. })
+        matches!(
+            self,
+            Job::ReadAhead { continues: true, .. }
+                | Job::Fill { continues: true, .. }
+                | Job::Copy { continues: true, .. }
+        )
     }
 
     /// When the work this job serves began, for the jobs that move file data (the read
@@ -198,7 +230,9 @@ impl Job {
     pub fn since(&self) -> Option<Instant> {
         match self {
             Job::Resolve { .. } => None,
-            Job::ReadAhead { since, .. } | Job::Fill { since, .. } => Some(*since),
+            Job::ReadAhead { since, .. } | Job::Fill { since, .. } | Job::Copy { since, .. } => {
+                Some(*since)
+            }
         }
     }
 }
@@ -244,4 +278,23 @@ fn read_ahead(file: &File, offset: u64, len: u64) {
             }
         }
     });
+}
+
+/// Reads `len` bytes of `file` at `offset` into `buf` (cleared first), fewer where the file
+/// ends; an error only when nothing could be read.
+fn copy_in(file: &File, offset: u64, len: u64, mut buf: Vec<u8>) -> io::Result<Vec<u8>> {
+    buf.clear();
+    buf.resize(len as usize, 0);
+    let mut got = 0;
+    while got < buf.len() {
+        match amped_sys::files::read_at(file, &mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if got == 0 => return Err(e),
+            Err(_) => break,
+        }
+    }
+    buf.truncate(got);
+    Ok(buf)
 }

@@ -258,7 +258,7 @@ impl Pipeline {
                     true,
                 ));
             }
-            JobDone::ReadAhead | JobDone::Filled(..) | JobDone::Failed => {
+            JobDone::ReadAhead | JobDone::Filled(..) | JobDone::Copied(..) | JobDone::Failed => {
                 c.closing = true;
                 req.keep_alive = false;
                 return self.fail(c, req, StatusCode::INTERNAL_SERVER_ERROR);
@@ -603,11 +603,13 @@ impl Pipeline {
         Step::Block(job)
     }
 
-    /// Counts a job for a cold body chunk (and whether it fills a pipe).
+    /// Counts a job for a cold body chunk (and whether it fills a pipe or a buffer).
     pub fn count_cold_chunk(&self, job: &Job) {
         bump(self.stats.readahead_jobs());
-        if matches!(job, Job::Fill { .. }) {
-            bump(self.stats.pipe_fills());
+        match job {
+            Job::Fill { .. } => bump(self.stats.pipe_fills()),
+            Job::Copy { .. } => bump(self.stats.copy_fills()),
+            Job::Resolve { .. } | Job::ReadAhead { .. } => {}
         }
     }
 

@@ -1,6 +1,6 @@
 //! The read path of cold file data, for real: chunks found not resident go through a pipe
-//! filled by a helper (`--read-path pipe`, the default) or a read-ahead (`--read-path
-//! read-ahead`), and either way the body is exact — also when the file's pages are evicted
+//! filled by a helper (`--read-path pipe`, the default), a read-ahead (`--read-path
+//! read-ahead`) or a helper's read into a buffer (`--read-path copy`), and either way the body is exact — also when the file's pages are evicted
 //! again and again while it is being sent (the race between the residency test and the send).
 //! These tests name their architecture and do not go through `arch_tests!`.
 
@@ -99,6 +99,14 @@ fn amped_read_ahead_path_is_exact_under_eviction() {
     assert_eq!(counter(&st, "pipe_fills"), 0, "{st}");
 }
 
+/// `--read-path copy`: helpers read cold chunks into buffers; still exact, and no pipe.
+#[test]
+fn amped_copy_path_is_exact_under_eviction() {
+    let st = cold_fetch_under_eviction("amped", &["--read-path", "copy"]);
+    assert!(counter(&st, "copy_fills") >= 1, "{st}");
+    assert_eq!(counter(&st, "pipe_fills"), 0, "{st}");
+}
+
 /// `--transfer-order oldest`, `--fill-ahead 3` and `--fill-blocks on` (the alternatives the
 /// lab compares) change only the order, depth and size of the disk reads: the body is exact
 /// under eviction either way.
@@ -149,11 +157,13 @@ fn sped_pipe_path_is_exact_under_eviction() {
     assert_eq!(counter(&st, "jobs_helper"), 0, "{st}");
 }
 
-/// `--no-zero-copy` has no pipes (the body is copied anyway): cold chunks are read ahead.
+/// `--no-zero-copy` has no pipes (the body is copied anyway): a helper reads each cold chunk
+/// into the response's buffer, and the loop writes it.
 #[test]
-fn no_zero_copy_reads_ahead_instead_of_filling_pipes() {
+fn no_zero_copy_copies_cold_chunks_instead_of_filling_pipes() {
     let st = cold_fetch_under_eviction("amped", &["--no-zero-copy"]);
     assert_eq!(counter(&st, "pipe_fills"), 0, "{st}");
+    assert!(counter(&st, "copy_fills") >= 1, "{st}");
 }
 
 /// A bad `--read-path` is one line and exit status 2.
@@ -170,7 +180,7 @@ fn unknown_read_path_is_refused() {
 /// connections and both are exact, whichever read path.
 #[test]
 fn cached_and_cold_requests_interleave() {
-    for path in ["pipe", "read-ahead"] {
+    for path in ["pipe", "read-ahead", "copy"] {
         let s = Server::start(&["--arch", "amped"], &["--read-path", path], fill);
         s.get("/small.txt").assert_status(200);
         evict(&s.path("big.bin"));

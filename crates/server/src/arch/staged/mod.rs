@@ -108,14 +108,16 @@ impl JobRunner for Stages {
                     Some(JobDone::Refused)
                 }
             },
-            Job::ReadAhead { .. } | Job::Fill { .. } => match self.read.offer(token, job) {
-                Ok(()) => None,
-                Err(job) => {
-                    // The response is under way: no 503 now. The socket stage reads the chunk
-                    // itself, as SPED would.
-                    Some(self.pipeline.run_job_inline(job))
+            Job::ReadAhead { .. } | Job::Fill { .. } | Job::Copy { .. } => {
+                match self.read.offer(token, job) {
+                    Ok(()) => None,
+                    Err(job) => {
+                        // The response is under way: no 503 now. The socket stage reads the chunk
+                        // itself, as SPED would.
+                        Some(self.pipeline.run_job_inline(job))
+                    }
                 }
-            },
+            }
         }
     }
 
