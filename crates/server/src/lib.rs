@@ -14,6 +14,7 @@ pub mod arch;
 pub mod cache;
 pub mod client_limits;
 pub mod config;
+pub mod copy_budget;
 pub mod debox;
 pub mod disk;
 pub mod errlog;

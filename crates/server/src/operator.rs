@@ -241,6 +241,7 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         opt.zero_copy => "--no-zero-copy",
         opt.residency_test => "--no-residency-test",
         opt.read_path => "--read-path",
+        opt.direct_io_above => "--direct-io-above",
         path_cache_entries => "--path-cache-entries",
         file_cache_entries => "--file-cache-entries",
         file_cache_bytes => "--file-cache-bytes",

@@ -43,9 +43,8 @@ const SPARE_PIPES: usize = 32;
 /// The largest read into a response's buffer (`--read-path copy`): as much as a pipe fill.
 const COPY_FILL: u64 = PIPE_BYTES as u64;
 
-/// Empty buffers kept per thread for the next cold chunk (`--read-path copy`; up to
-/// [`COPY_FILL`] each).
-const SPARE_BUFFERS: usize = 4;
+/// The largest direct read into a response's buffer (`--direct-io-above`): two huge pages.
+const DIRECT_FILL: u64 = 2 * amped_sys::direct::HUGE as u64;
 
 /// How bodies are sent.
 #[derive(Clone, Copy, Debug)]
@@ -56,6 +55,8 @@ pub struct SendOptions {
     pub residency_test: bool,
     /// What a cold chunk becomes: a pipe fill or a read-ahead.
     pub read_path: ReadPath,
+    /// Cold chunks of files at least this large are read around the page cache (0: never).
+    pub direct_io_above: u64,
     /// Return [`SendOutcome::Progress`] after each call that moved bytes without finishing,
     /// instead of going on: a `pool` worker on a blocking socket, which looks between calls
     /// for connections waiting for it (a client reading slowly but steadily would otherwise
@@ -88,9 +89,12 @@ pub struct Outgoing {
     plan: SendPlan,
     /// The pipe holding the next bytes of the body (`--read-path pipe`), once a chunk was cold.
     pipe: Option<PagePipe>,
-    /// The buffer holding the next bytes of the body (`--read-path copy`), once a chunk was
-    /// cold, and how much of it was sent.
+    /// The buffer holding the next bytes of the body (a copy fill), once a chunk was cold, and
+    /// how much of it was sent.
     copied: Option<(Vec<u8>, usize)>,
+    /// The share of the copy budget ([`crate::copy_budget`]) the buffer's trip holds until
+    /// its bytes are sent.
+    held: Option<crate::copy_budget::Held>,
     /// A fill that failed: the next send reports it.
     failed: Option<io::Error>,
     /// When sending began (the read lane's order).
@@ -109,6 +113,7 @@ impl Outgoing {
             resp,
             pipe: None,
             copied: None,
+            held: None,
             failed: None,
             since: Instant::now(),
             fill: FillSize::default(),
@@ -250,6 +255,11 @@ impl Outgoing {
         if let Some((buf, sent)) = self.copied.as_mut().filter(|(buf, sent)| *sent < buf.len()) {
             let n = wire.send(&buf[*sent..], more).map_err(Stop::from)?;
             *sent += n;
+            if *sent == buf.len() {
+                // Sent: the memory goes back now, not when the next trip begins.
+                self.copied = None;
+                self.held = None;
+            }
             self.sent("send", n, t0);
             return self.body_moved(n, p);
         }
@@ -315,9 +325,6 @@ impl Outgoing {
         if let Some(pipe) = self.pipe.take() {
             give_back(pipe);
         }
-        if let Some((buf, _)) = self.copied.take() {
-            give_back_buffer(buf);
-        }
         p.sent_file(file);
         Ok(true)
     }
@@ -378,8 +385,10 @@ impl Outgoing {
     }
 
     /// The job that gets a cold chunk at `pos` on its way: a read-ahead of the chunk
-    /// (`--read-path read-ahead`), a pipe fill (with zero copy, and a pipe to be had), else a
-    /// read into the response's buffer.
+    /// (`--read-path read-ahead`), a direct read into the response's buffer (a file of at least
+    /// `--direct-io-above`), a pipe fill (with zero copy, and a pipe to be had), else a read
+    /// into the response's buffer — each buffer only if it fits [`crate::copy_budget`], and a
+    /// read-ahead where nothing else can be had.
     fn cold_chunk_job(
         &mut self,
         file: std::sync::Arc<crate::cache::FileEntry>,
@@ -393,6 +402,16 @@ impl Outgoing {
             let len = remaining.min(CHUNK);
             return Job::ReadAhead { reading, offset: pos, len, since, continues };
         }
+        // Around the page cache, for a file that large, if its buffer fits the budget (else a
+        // pipe, as any other file).
+        if opts.direct_io_above > 0 && reading.file().size >= opts.direct_io_above {
+            let len = self.fill.take(remaining, DIRECT_FILL);
+            if let Some(held) = crate::copy_budget::reserve(len) {
+                self.held = Some(held);
+                let (buf, direct) = (Vec::new(), true);
+                return Job::Copy { reading, offset: pos, len, buf, since, continues, direct };
+            }
+        }
         // A pipe when the bytes may go to the socket without a copy and one can be had; else
         // (`--no-zero-copy`, TLS, no descriptor for a pipe) the bytes are copied anyway, so the
         // helper's read is the copy: into the response's buffer, which the loop then writes.
@@ -404,10 +423,18 @@ impl Outgoing {
             let len = self.fill.take(remaining, pipe.capacity() as u64);
             return Job::Fill { reading, offset: pos, len, pipe, since, continues };
         }
-        // The plan sends what is in hand before it reads on: the buffer is empty here.
-        let buf = self.copied.take().map(|(buf, _)| buf).unwrap_or_else(take_spare_buffer);
         let len = self.fill.take(remaining, COPY_FILL);
-        Job::Copy { reading, offset: pos, len, buf, since, continues }
+        match crate::copy_budget::reserve(len) {
+            Some(held) => {
+                self.held = Some(held);
+                let (buf, direct) = (Vec::new(), false);
+                Job::Copy { reading, offset: pos, len, buf, since, continues, direct }
+            }
+            // No memory for a buffer: Flash's read-ahead, sent with a small copy per step.
+            None => {
+                Job::ReadAhead { reading, offset: pos, len: remaining.min(CHUNK), since, continues }
+            }
+        }
     }
 }
 
@@ -416,36 +443,16 @@ impl Drop for Outgoing {
         if let Some(pipe) = self.pipe.take() {
             give_back(pipe);
         }
-        if let Some((buf, _)) = self.copied.take() {
-            give_back_buffer(buf);
-        }
     }
 }
 
 thread_local! {
     /// Empty pipes of this thread, ready for the next cold chunk.
     static SPARES: RefCell<Vec<PagePipe>> = const { RefCell::new(Vec::new()) };
-    /// Empty buffers of this thread, ready for the next cold chunk (`--read-path copy`).
-    static SPARE_BUFS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// An empty buffer for a copy fill: a spare one, or a new one (it grows on its first read).
-fn take_spare_buffer() -> Vec<u8> {
-    SPARE_BUFS.with(|s| s.borrow_mut().pop()).unwrap_or_default()
-}
-
-/// Keeps `buf` for the next cold chunk if few are kept already.
-fn give_back_buffer(buf: Vec<u8>) {
-    SPARE_BUFS.with(|s| {
-        let mut spares = s.borrow_mut();
-        if spares.len() < SPARE_BUFFERS && buf.capacity() > 0 {
-            spares.push(buf);
-        }
-    });
 }
 
 /// An empty pipe: a spare one, or a new one (`None` if none can be made, e.g. out of
-/// descriptors: the chunk then takes the read-ahead path).
+/// descriptors: the chunk then takes another path).
 fn take_spare() -> Option<PagePipe> {
     SPARES.with(|s| s.borrow_mut().pop()).or_else(|| PagePipe::new(PIPE_BYTES).ok())
 }

@@ -72,7 +72,13 @@ fn response(head: &str, body: Body) -> Response {
 }
 
 fn opts(read_path: ReadPath) -> SendOptions {
-    SendOptions { zero_copy: true, residency_test: true, read_path, yield_each_step: false }
+    SendOptions {
+        zero_copy: true,
+        residency_test: true,
+        read_path,
+        direct_io_above: 0,
+        yield_each_step: false,
+    }
 }
 
 /// What one job asked for: its kind, offset and length.
@@ -81,6 +87,7 @@ enum Asked {
     Fill(u64, u64),
     ReadAhead(u64, u64),
     Copy(u64, u64),
+    Direct(u64, u64),
 }
 
 /// Sends `out` to the end over a socket pair, reading as it goes; every job is recorded, run
@@ -132,7 +139,8 @@ fn drive_over(
                 asked.push(match &job {
                     Job::Fill { offset, len, .. } => Asked::Fill(*offset, *len),
                     Job::ReadAhead { offset, len, .. } => Asked::ReadAhead(*offset, *len),
-                    Job::Copy { offset, len, .. } => Asked::Copy(*offset, *len),
+                    Job::Copy { offset, len, direct: false, .. } => Asked::Copy(*offset, *len),
+                    Job::Copy { offset, len, direct: true, .. } => Asked::Direct(*offset, *len),
                     Job::Resolve { .. } => panic!("a send asked for a resolve job"),
                 });
                 out.resume(p.run_job(job));
@@ -284,6 +292,41 @@ fn the_copy_path_reads_growing_trips_into_a_buffer_and_sends_them() {
         assert_eq!(&lens[..4], &[128 << 10, 256 << 10, 512 << 10, 1 << 20]);
         assert_eq!(at, len as u64, "the trips cover the body once");
     }
+}
+
+/// `--direct-io-above`: cold chunks of a file that large are read around the page cache in
+/// trips growing to 4 MiB, and arrive whole, also from an offset that is not aligned; a
+/// smaller file keeps the pipe.
+#[test]
+fn direct_reads_take_large_cold_files_in_growing_trips() {
+    let b = Bench::new();
+    let len = 9 << 20;
+    let (file, bytes) = b.file("direct.bin", len);
+    let opts = SendOptions { direct_io_above: 1 << 20, ..opts(ReadPath::Pipe) };
+    for from in [0, 4097 * 3] {
+        amped_sys::residency::evict(&file.file).unwrap();
+        let body = Body::File { file: file.clone(), offset: from as u64, len: (len - from) as u64 };
+        let mut out = Outgoing::new(response(HEAD, body));
+        let (got, asked, err) = drive(&mut out, opts, &b.pipeline);
+        assert!(err.is_none(), "{err:?}");
+        assert!(got == with_head(HEAD, &bytes[from..]), "from {from}: the body differs");
+        let lens: Vec<u64> = asked
+            .iter()
+            .map(|a| match a {
+                Asked::Direct(_, len) => *len,
+                other => panic!("expected direct reads, got {other:?}"),
+            })
+            .collect();
+        assert_eq!(&lens[..6], &[128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20]);
+        assert_eq!(lens.iter().sum::<u64>(), (len - from) as u64, "the trips cover the body");
+    }
+    let (small, small_bytes) = b.file("below.bin", 500_000);
+    amped_sys::residency::evict(&small.file).unwrap();
+    let mut out =
+        Outgoing::new(response(HEAD, Body::File { file: small, offset: 0, len: 500_000 }));
+    let (got, asked, _) = drive(&mut out, opts, &b.pipeline);
+    assert_eq!(got, with_head(HEAD, &small_bytes));
+    assert!(matches!(asked[..], [Asked::Fill(0, _), ..]), "below the size: pipes, {asked:?}");
 }
 
 #[test]

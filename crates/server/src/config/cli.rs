@@ -77,6 +77,11 @@ pub struct Args {
     /// buffer the loop writes to the socket: one copy, no page held) [default: pipe].
     #[arg(long, value_name = "PATH")]
     pub read_path: Option<String>,
+    /// Cold chunks of files of at least this many bytes are read by a helper with `O_DIRECT`
+    /// into a huge page and copied to the socket: up to 2 MiB per disk request, nothing read
+    /// ahead, the page cache left alone (nginx's `directio`); 0 = never [default: 0].
+    #[arg(long, value_name = "BYTES")]
+    pub direct_io_above: Option<u64>,
     /// The order in which the read lane serves chunks of transfers under way: `oldest` (the
     /// response that began first goes first) or `fair` (each transfer's next chunk queues
     /// behind the others': a nearly finished response is not kept behind a long one, but long
@@ -341,6 +346,7 @@ impl Args {
             small_file_bytes,
             page_yield_above,
             read_path,
+            direct_io_above,
             transfer_order,
             kernel_read_ahead,
             fill_blocks,

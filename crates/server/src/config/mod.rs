@@ -275,6 +275,9 @@ pub struct Optimizations {
     pub residency_test: bool,
     /// What happens to a chunk the residency test finds cold.
     pub read_path: ReadPath,
+    /// Cold chunks of files of at least this many bytes are read around the page cache
+    /// (`--direct-io-above`; 0: never).
+    pub direct_io_above: u64,
 }
 
 /// The resolved, validated configuration.
@@ -703,6 +706,7 @@ impl Config {
                 zero_copy: !a.no_zero_copy,
                 residency_test: !a.no_residency_test,
                 read_path,
+                direct_io_above: a.direct_io_above.unwrap_or(0),
             },
             path_cache_entries: positive(
                 "path-cache-entries",

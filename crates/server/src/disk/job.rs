@@ -78,6 +78,8 @@ pub enum Job {
         since: Instant,
         /// Part of the body was sent already: a transfer under way, not a new request.
         continues: bool,
+        /// Read around the page cache (`--direct-io-above`), where the file system allows.
+        direct: bool,
     },
 }
 
@@ -196,6 +198,9 @@ impl Job {
                 let moved = pipe.fill(file, offset, len as usize);
                 JobDone::Filled(pipe, moved)
             }
+            Job::Copy { reading, offset, len, buf, direct: true, .. } => {
+                JobDone::Copied(copy_in_direct(reading.file(), offset, len, buf))
+            }
             Job::Copy { reading, offset, len, buf, since, .. } => {
                 let file = &reading.file().file;
                 let pieces =
@@ -296,5 +301,62 @@ fn copy_in(file: &File, offset: u64, len: u64, mut buf: Vec<u8>) -> io::Result<V
         }
     }
     buf.truncate(got);
+    Ok(buf)
+}
+
+/// [`copy_in`] around the page cache (`--direct-io-above`): aligned direct reads of up to a
+/// huge page into this helper's [`HugeBuf`], each copied on into `buf`. Where the file cannot
+/// be opened for direct reads (a file system without them), was replaced since it was opened,
+/// or a direct read fails, the rest is read through the page cache.
+fn copy_in_direct(
+    entry: &FileEntry,
+    offset: u64,
+    len: u64,
+    mut buf: Vec<u8>,
+) -> io::Result<Vec<u8>> {
+    use amped_sys::direct::{ALIGN, HUGE, HugeBuf, open_direct};
+    thread_local! {
+        static BOUNCE: std::cell::RefCell<Option<HugeBuf>> = const { std::cell::RefCell::new(None) };
+    }
+    let same_file = |f: &File| {
+        amped_sys::files::fstat(f).is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.ino() == entry.ino && m.dev() == entry.dev
+        })
+    };
+    let Some(direct) = open_direct(&entry.path).ok().filter(same_file) else {
+        return copy_in(&entry.file, offset, len, buf);
+    };
+    buf.clear();
+    buf.reserve(len as usize);
+    let end = offset + len;
+    let mut pos = offset;
+    let failed = BOUNCE.with(|b| {
+        let mut b = b.borrow_mut();
+        let huge = b.get_or_insert_with(HugeBuf::new).bytes();
+        while pos < end {
+            let from = pos - pos % ALIGN;
+            let want = (end - from).min(HUGE as u64).next_multiple_of(ALIGN).min(HUGE as u64);
+            let Ok(n) = amped_sys::files::read_at(&direct, &mut huge[..want as usize], from) else {
+                return true;
+            };
+            let skip = pos - from;
+            if n as u64 <= skip {
+                return false; // the end of the file
+            }
+            let take = (n as u64 - skip).min(end - pos);
+            buf.extend_from_slice(&huge[skip as usize..(skip + take) as usize]);
+            pos += take;
+            if (n as u64) < want {
+                return false; // the end of the file
+            }
+        }
+        false
+    });
+    if failed {
+        // A direct read failed: the rest through the page cache.
+        let rest = copy_in(&entry.file, pos, end - pos, Vec::new())?;
+        buf.extend_from_slice(&rest);
+    }
     Ok(buf)
 }

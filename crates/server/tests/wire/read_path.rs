@@ -107,6 +107,16 @@ fn amped_copy_path_is_exact_under_eviction() {
     assert_eq!(counter(&st, "pipe_fills"), 0, "{st}");
 }
 
+/// `--direct-io-above`: a large cold file's chunks are read around the page cache into
+/// buffers (or through it, where the file system has no direct I/O); the body is exact under
+/// eviction, and no pipe is filled for it.
+#[test]
+fn direct_reads_are_exact_under_eviction() {
+    let st = cold_fetch_under_eviction("amped", &["--direct-io-above", "1000000"]);
+    assert!(counter(&st, "copy_fills") >= 1, "{st}");
+    assert_eq!(counter(&st, "pipe_fills"), 0, "{st}");
+}
+
 /// `--transfer-order oldest`, `--fill-ahead 3` and `--fill-blocks on` (the alternatives the
 /// lab compares) change only the order, depth and size of the disk reads: the body is exact
 /// under eviction either way.

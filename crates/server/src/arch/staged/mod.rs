@@ -7,7 +7,7 @@
 //!  socket stage (1 thread, epoll)        resolve stage (1..max threads)    read stage (1..max)
 //!  accept, read, parse, cache lookups ─► translate, open, stat, read a  ─► (results back to
 //!  send (writev / sendfile / splice) ◄─  small body: Job::Resolve          the socket stage)
-//!        │  chunk not resident ─────────────────────────────────────────► Job::Fill/ReadAhead
+//!        │  chunk not resident ─────────────────────────────────────────► Job::Fill/Copy/ReadAhead
 //!        ◄──────────────────────────── results + one eventfd ring per batch ◄──────┘
 //! ```
 //!
@@ -19,7 +19,7 @@
 //! jobs a thread takes per turn (up to `--stage-batch-max`); and the queues are bounded
 //! (`--stage-queue`), so a request whose job finds the resolve queue full is answered
 //! `503 Service Unavailable` with `Retry-After: 1` and counted in `queue_overflows`
-//! (admission control). A cold chunk's job (`Job::Fill` or `Job::ReadAhead`, per
+//! (admission control). A cold chunk's job (`Job::Fill`, `Job::Copy` or `Job::ReadAhead`, per
 //! `--read-path`) finding the read queue full is not refused — the response is already under
 //! way — the socket stage runs it itself, waiting for the disk as SPED would. Stage queues are
 //! FIFO, as SEDA's are (amped's read lane serves new requests and transfers under way in turn).

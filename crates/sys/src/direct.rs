@@ -1,0 +1,112 @@
+//! Reading file data around the page cache (`O_DIRECT`) into memory backed by a huge page.
+//!
+//! A block device takes a direct read as one request per run of physically contiguous
+//! memory: into ordinary 4 KiB pages a 4 MiB read leaves as 1 MiB requests or smaller (a
+//! request holds at most 256 separate pages), into one 2 MiB huge page as a single 2 MiB
+//! request. Where every request counts — an IOPS-capped volume — that is the difference. Direct
+//! reads also bring nothing into the page cache, so no read-ahead window is read and then
+//! reclaimed unused, and nothing that was read can be taken back before it is sent.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// The alignment direct reads keep, in the file and in memory: the page size, which every
+/// common block device's logical block size divides.
+pub const ALIGN: u64 = 4096;
+
+/// The size of a huge page (and of a [`HugeBuf`]).
+pub const HUGE: usize = 2 << 20;
+
+/// Opens `path` for direct reads. Fails where the file system has no direct I/O (`EINVAL`
+/// from tmpfs, for example): the caller then reads through the page cache.
+pub fn open_direct(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT | libc::O_NOATIME)
+        .open(path)
+        .or_else(|_| std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path))
+}
+
+/// [`HUGE`] bytes aligned to a huge-page boundary, advised as huge-page memory and touched, so
+/// that (if the kernel had a huge page to give) one direct read into it is one disk request.
+pub struct HugeBuf {
+    /// The allocation: [`HUGE`] bytes more than needed, so an aligned run fits.
+    mem: Vec<u8>,
+    /// Where the aligned run starts in `mem`.
+    start: usize,
+}
+
+impl std::fmt::Debug for HugeBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HugeBuf").field("start", &self.start).finish()
+    }
+}
+
+impl Default for HugeBuf {
+    fn default() -> Self {
+        HugeBuf::new()
+    }
+}
+
+impl HugeBuf {
+    /// Allocates and touches the buffer (2 MiB of memory, 4 MiB of address space).
+    pub fn new() -> HugeBuf {
+        let mut mem = vec![0u8; 2 * HUGE];
+        let start = (HUGE - mem.as_ptr() as usize % HUGE) % HUGE;
+        let run = &mut mem[start..start + HUGE];
+        advise_huge(run);
+        // Touch every page after the advice, so the faults take the huge page now.
+        for page in run.chunks_mut(ALIGN as usize) {
+            page[0] = 1;
+        }
+        std::hint::black_box(&mut mem);
+        HugeBuf { mem, start }
+    }
+
+    /// The aligned bytes.
+    pub fn bytes(&mut self) -> &mut [u8] {
+        &mut self.mem[self.start..self.start + HUGE]
+    }
+}
+
+/// `madvise(MADV_HUGEPAGE)` on `run`; a kernel without transparent huge pages refuses, which
+/// leaves ordinary pages (direct reads still work, in smaller requests).
+fn advise_huge(run: &mut [u8]) {
+    // SAFETY: the advice concerns memory this slice borrows mutably for the call; it changes
+    // only how the kernel backs the pages, never their contents or the mapping itself.
+    let _ = unsafe {
+        rustix::mm::madvise(run.as_mut_ptr().cast(), run.len(), rustix::mm::Advice::LinuxHugepage)
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_direct_read_into_the_buffer_gets_the_file_bytes() {
+        // Under /var/tmp: /tmp may be a tmpfs, which has no direct I/O.
+        let dir = std::path::PathBuf::from(format!("/var/tmp/amped-direct-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f.bin");
+        let bytes: Vec<u8> = (0..HUGE / 2 + 12_345).map(|i| (i % 253) as u8).collect();
+        std::fs::File::create(&path).unwrap().write_all(&bytes).unwrap();
+        let Ok(file) = open_direct(&path) else {
+            std::fs::remove_dir_all(&dir).unwrap();
+            return; // no direct I/O on this file system
+        };
+        let mut buf = HugeBuf::new();
+        assert_eq!(buf.bytes().as_ptr() as usize % HUGE, 0, "aligned to a huge page");
+        let n = crate::files::read_at(&file, buf.bytes(), ALIGN).unwrap();
+        assert_eq!(
+            n,
+            bytes.len() - ALIGN as usize,
+            "up to the end of the file, which is not aligned"
+        );
+        assert!(buf.bytes()[..n] == bytes[ALIGN as usize..]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
