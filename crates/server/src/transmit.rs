@@ -55,8 +55,6 @@ pub struct SendOptions {
     pub residency_test: bool,
     /// What a cold chunk becomes: a pipe fill or a read-ahead.
     pub read_path: ReadPath,
-    /// Cold chunks of files at least this large are read around the page cache (0: never).
-    pub direct_io_above: u64,
     /// Return [`SendOutcome::Progress`] after each call that moved bytes without finishing,
     /// instead of going on: a `pool` worker on a blocking socket, which looks between calls
     /// for connections waiting for it (a client reading slowly but steadily would otherwise
@@ -299,7 +297,9 @@ impl Outgoing {
             // `--debox`, docs/DEBOX.md). A job waits for them on a helper instead.
             self.met_disk = true;
             let remaining = len - self.plan.body_sent();
-            return Err(Stop::NotResident(self.cold_chunk_job(file, pos, remaining, opts)));
+            let direct = p.reads_around_cache(&file);
+            let job = self.cold_chunk_job(file, pos, remaining, opts, direct);
+            return Err(Stop::NotResident(job));
         } else if let Some(sock) = wire.raw_socket().filter(|_| opts.zero_copy) {
             let mut off = pos;
             let n = transmit::sendfile(sock, &file.file, &mut off, chunk as usize);
@@ -385,8 +385,8 @@ impl Outgoing {
     }
 
     /// The job that gets a cold chunk at `pos` on its way: a read-ahead of the chunk
-    /// (`--read-path read-ahead`), a direct read into the response's buffer (a file of at least
-    /// `--direct-io-above`), a pipe fill (with zero copy, and a pipe to be had), else a read
+    /// (`--read-path read-ahead`), a direct read into the response's buffer (`direct`: the page
+    /// policy's choice, [`crate::cache::pages`]), a pipe fill (with zero copy, and a pipe to be had), else a read
     /// into the response's buffer — each buffer only if it fits [`crate::copy_budget`], and a
     /// read-ahead where nothing else can be had.
     fn cold_chunk_job(
@@ -395,6 +395,7 @@ impl Outgoing {
         pos: u64,
         remaining: u64,
         opts: SendOptions,
+        direct: bool,
     ) -> Job {
         let (since, continues) = (self.since, self.plan.body_sent() > 0);
         let reading = ReadInFlight::start(file);
@@ -402,9 +403,8 @@ impl Outgoing {
             let len = remaining.min(CHUNK);
             return Job::ReadAhead { reading, offset: pos, len, since, continues };
         }
-        // Around the page cache, for a file that large, if its buffer fits the budget (else a
-        // pipe, as any other file).
-        if opts.direct_io_above > 0 && reading.file().size >= opts.direct_io_above {
+        // Around the page cache, if the buffer fits the budget (else a pipe, as any other file).
+        if direct {
             let len = self.fill.take(remaining, DIRECT_FILL);
             if let Some(held) = crate::copy_budget::reserve(len) {
                 self.held = Some(held);

@@ -19,6 +19,14 @@ pub const ALIGN: u64 = 4096;
 /// The size of a huge page (and of a [`HugeBuf`]).
 pub const HUGE: usize = 2 << 20;
 
+/// Whether a file on device `dev` (its `st_dev`) lives on a block device, where a direct read
+/// becomes one large disk request. Not where the device number is anonymous (major 0: FUSE,
+/// NFS, tmpfs, overlayfs, btrfs subvolumes): there a direct read goes to the file system in its
+/// own pieces — FUSE's of 128 KiB — with no read-ahead, slower than through the page cache.
+pub fn on_block_device(dev: u64) -> bool {
+    libc::major(dev) != 0
+}
+
 /// Opens `path` for direct reads. Fails where the file system has no direct I/O (`EINVAL`
 /// from tmpfs, for example): the caller then reads through the page cache.
 pub fn open_direct(path: &Path) -> io::Result<File> {

@@ -416,7 +416,6 @@ pub fn serve_session(
             zero_copy: pipeline.send_settings().zero_copy,
             residency_test: false,
             read_path: pipeline.send_settings().read_path,
-            direct_io_above: 0,
             // pool: between two send calls, look for connections waiting for this thread.
             yield_each_step: matches!(aside, Aside::WhenOthersWait(_)),
         },
@@ -639,7 +638,6 @@ fn timed_out(p: &Pipeline, sock: &TcpStream, phase: Phase, state: &ConnState) {
             zero_copy: false,
             residency_test: false,
             read_path,
-            direct_io_above: 0,
             yield_each_step: false,
         };
         let _ = out.send(sock, opts, p);

@@ -90,7 +90,6 @@ impl<R: JobRunner> EventLoop<R> {
             zero_copy: opt.zero_copy,
             residency_test: opt.residency_test,
             read_path: opt.read_path,
-            direct_io_above: opt.direct_io_above,
             yield_each_step: false,
         };
         Ok(EventLoop {

@@ -164,7 +164,6 @@ fn refuse(pipeline: &Pipeline, conn: Connection) {
         zero_copy: false,
         residency_test: false,
         read_path: crate::config::ReadPath::ReadAhead,
-        direct_io_above: 0,
         yield_each_step: false,
     };
     let _ = out.send(&*conn.sock, opts, pipeline);

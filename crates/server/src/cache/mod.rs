@@ -70,7 +70,7 @@ impl<T: Clone> Caches<T> {
                 .opt
                 .header_cache
                 .then(|| Mutex::new(HeaderCache::new(cfg.file_cache_entries))),
-            pages: PagePolicy::new(cfg.page_yield_above),
+            pages: PagePolicy::with_direct(cfg.page_yield_above, cfg.opt.direct_io_above),
         }
     }
 }

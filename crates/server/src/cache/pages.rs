@@ -15,6 +15,13 @@
 //! pages under pressure once read: amped answers them from its own copy, so a second copy in
 //! the page cache would only take room from files that have none.
 //!
+//! Large files can also stay out of the page cache altogether (`--direct-io-above`): under
+//! pressure, a cold chunk of a file at least that large, on a block device, is read around it (`O_DIRECT`, in
+//! requests of up to 2 MiB: [`crate::disk::job`]), so it neither evicts small files nor has
+//! its read-ahead evicted before it is sent. Without pressure large files go through the page
+//! cache as any other, so one that is asked for often stays cached where memory allows; a
+//! miss of a smaller file within the last second is the pressure here.
+//!
 //! Pressure is the server's own evidence, not a guess: a file at or below the threshold found
 //! not resident within the last second — by the residency test before a send, or when a small
 //! body is about to be read into memory. With everything cached there are no such misses and
@@ -44,9 +51,14 @@ const MAX_WAITING: usize = 4096;
 pub struct PagePolicy {
     /// Files larger than this yield their pages under pressure; 0 turns the policy off.
     yield_above: u64,
+    /// Cold chunks of files at least this large are read around the page cache under
+    /// pressure; 0: never.
+    direct_above: u64,
     epoch: Instant,
     /// Milliseconds since `epoch` of the last small-file miss, plus one (0: none yet).
     last_small_miss: AtomicU64,
+    /// The same for a miss of a file below `direct_above`.
+    last_direct_miss: AtomicU64,
     /// Files sent under pressure, oldest first, with when they were sent.
     waiting: Mutex<VecDeque<(Instant, Arc<FileEntry>)>>,
     /// `waiting`'s length, readable without the lock.
@@ -56,10 +68,18 @@ pub struct PagePolicy {
 impl PagePolicy {
     /// A policy that makes files larger than `yield_above` bytes yield (0: never).
     pub fn new(yield_above: u64) -> PagePolicy {
+        PagePolicy::with_direct(yield_above, 0)
+    }
+
+    /// The same, with cold chunks of files of at least `direct_above` bytes read around the
+    /// page cache under pressure (0: never).
+    pub fn with_direct(yield_above: u64, direct_above: u64) -> PagePolicy {
         PagePolicy {
             yield_above,
+            direct_above,
             epoch: Instant::now(),
             last_small_miss: AtomicU64::new(0),
+            last_direct_miss: AtomicU64::new(0),
             waiting: Mutex::new(VecDeque::new()),
             queued: AtomicUsize::new(0),
         }
@@ -112,6 +132,26 @@ impl PagePolicy {
         self.yield_above > 0
     }
 
+    /// Whether misses of small files are evidence the policy uses (it yields pages, or reads
+    /// large files around the page cache).
+    pub fn watches_misses(&self) -> bool {
+        self.yield_above > 0 || self.direct_above > 0
+    }
+
+    /// Whether a cold chunk of `file` is to be read around the page cache now: it is at least
+    /// `--direct-io-above`, on a block device, and a smaller file was found cold within the
+    /// last second.
+    pub fn reads_around(&self, file: &FileEntry) -> bool {
+        amped_sys::direct::on_block_device(file.dev)
+            && self.reads_around_at(file.size, Instant::now())
+    }
+
+    fn reads_around_at(&self, size: u64, now: Instant) -> bool {
+        self.direct_above > 0
+            && size >= self.direct_above
+            && within_window(&self.last_direct_miss, self.epoch, now)
+    }
+
     /// Records that part of a file of `size` bytes was not in memory when it was to be sent.
     pub fn note_miss(&self, size: u64) {
         self.note_miss_at(size, Instant::now());
@@ -123,9 +163,12 @@ impl PagePolicy {
     }
 
     fn note_miss_at(&self, size: u64, now: Instant) {
+        let ms = now.saturating_duration_since(self.epoch).as_millis() as u64;
         if self.yield_above > 0 && size <= self.yield_above {
-            let ms = now.saturating_duration_since(self.epoch).as_millis() as u64;
             self.last_small_miss.store(ms + 1, Ordering::Relaxed);
+        }
+        if size < self.direct_above {
+            self.last_direct_miss.store(ms + 1, Ordering::Relaxed);
         }
     }
 
@@ -135,13 +178,19 @@ impl PagePolicy {
     }
 
     fn under_pressure_at(&self, now: Instant) -> bool {
-        let last = self.last_small_miss.load(Ordering::Relaxed);
-        if last == 0 {
-            return false;
-        }
-        let now_ms = now.saturating_duration_since(self.epoch).as_millis() as u64;
-        (now_ms + 1).saturating_sub(last) <= PRESSURE_WINDOW.as_millis() as u64
+        within_window(&self.last_small_miss, self.epoch, now)
     }
+}
+
+/// Whether the miss recorded in `last` (milliseconds since `epoch`, plus one; 0: none) was
+/// within [`PRESSURE_WINDOW`] of `now`.
+fn within_window(last: &AtomicU64, epoch: Instant, now: Instant) -> bool {
+    let last = last.load(Ordering::Relaxed);
+    if last == 0 {
+        return false;
+    }
+    let now_ms = now.saturating_duration_since(epoch).as_millis() as u64;
+    (now_ms + 1).saturating_sub(last) <= PRESSURE_WINDOW.as_millis() as u64
 }
 
 #[cfg(test)]
@@ -173,6 +222,24 @@ mod tests {
         p.note_miss_at(K, t0);
         assert!(!p.should_yield_at(64 * K, t0));
         assert!(!p.should_yield_at(0, t0));
+    }
+
+    #[test]
+    fn large_files_are_read_around_the_cache_only_for_a_second_after_a_smaller_miss() {
+        let p = PagePolicy::with_direct(0, 8 << 20);
+        let t0 = p.epoch + Duration::from_secs(3);
+        assert!(!p.reads_around_at(64 << 20, t0), "no miss yet: through the page cache");
+        p.note_miss_at(100 * K, t0);
+        assert!(p.reads_around_at(8 << 20, t0), "at the size: around it");
+        assert!(!p.reads_around_at((8 << 20) - 1, t0), "below the size: through it");
+        assert!(p.reads_around_at(64 << 20, t0 + Duration::from_millis(999)));
+        assert!(!p.reads_around_at(64 << 20, t0 + Duration::from_millis(1002)), "pressure over");
+        // A large file's own miss is not evidence (its chunks read around the cache miss
+        // every time); nor does reading around the cache turn page yielding on.
+        p.note_miss_at(64 << 20, t0 + Duration::from_secs(5));
+        assert!(!p.reads_around_at(64 << 20, t0 + Duration::from_secs(5)));
+        assert!(!p.should_yield_at(64 << 20, t0) && !p.enabled() && p.watches_misses());
+        assert!(!PagePolicy::new(0).reads_around_at(64 << 20, t0), "0: never");
     }
 
     #[test]

@@ -77,9 +77,10 @@ pub struct Args {
     /// buffer the loop writes to the socket: one copy, no page held) [default: pipe].
     #[arg(long, value_name = "PATH")]
     pub read_path: Option<String>,
-    /// Cold chunks of files of at least this many bytes are read by a helper with `O_DIRECT`
-    /// into a huge page and copied to the socket: up to 2 MiB per disk request, nothing read
-    /// ahead, the page cache left alone (nginx's `directio`); 0 = never [default: 0].
+    /// While memory is short (a smaller file was found cold within the last second), cold
+    /// chunks of files of at least this many bytes on a block device are read by a helper with
+    /// `O_DIRECT` into a huge page and copied to the socket: up to 2 MiB per disk request,
+    /// nothing read ahead, the page cache left to smaller files; 0 = never [default: 8 MiB].
     #[arg(long, value_name = "BYTES")]
     pub direct_io_above: Option<u64>,
     /// The order in which the read lane serves chunks of transfers under way: `oldest` (the

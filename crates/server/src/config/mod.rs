@@ -260,6 +260,11 @@ pub enum ErrorLog {
     File(PathBuf),
 }
 
+/// `--direct-io-above`'s default: files of 8 MiB and more (docs/BENCHMARKS.md §3b, session 17:
+/// 1 MiB and 8 MiB did the same on the heavy-tailed log; the larger leaves more files to the
+/// page cache).
+pub const DIRECT_IO_ABOVE: u64 = 8 << 20;
+
 /// Which of Flash's optimizations are on (each can be switched off to measure its impact).
 #[derive(Clone, Copy, Debug)]
 pub struct Optimizations {
@@ -706,7 +711,7 @@ impl Config {
                 zero_copy: !a.no_zero_copy,
                 residency_test: !a.no_residency_test,
                 read_path,
-                direct_io_above: a.direct_io_above.unwrap_or(0),
+                direct_io_above: a.direct_io_above.unwrap_or(DIRECT_IO_ABOVE),
             },
             path_cache_entries: positive(
                 "path-cache-entries",

@@ -185,7 +185,7 @@ fn after_stat(path: PathBuf, file: File, st: FileStat, rules: OpenRules<'_>) -> 
         let entry = FileEntry::from_stat(path.clone(), file, &st, None);
         return OpenStep::Done(path, Ok(entry));
     }
-    if rules.pages.enabled()
+    if rules.pages.watches_misses()
         && st.size > 0
         && !residency::is_resident(&file, 0, st.size).unwrap_or(true)
     {

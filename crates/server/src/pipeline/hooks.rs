@@ -91,6 +91,13 @@ impl Pipeline {
         self.caches.pages.note_miss(file.size);
     }
 
+    /// Whether a cold chunk of `file` is to be read around the page cache (the page policy,
+    /// `--direct-io-above`).
+    #[inline]
+    pub fn reads_around_cache(&self, file: &FileEntry) -> bool {
+        self.caches.pages.reads_around(file)
+    }
+
     /// Whether the page policy takes memory to be tight now (a small file was found cold
     /// within the last second).
     #[cfg(test)]

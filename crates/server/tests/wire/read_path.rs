@@ -107,14 +107,36 @@ fn amped_copy_path_is_exact_under_eviction() {
     assert_eq!(counter(&st, "pipe_fills"), 0, "{st}");
 }
 
-/// `--direct-io-above`: a large cold file's chunks are read around the page cache into
-/// buffers (or through it, where the file system has no direct I/O); the body is exact under
-/// eviction, and no pipe is filled for it.
+/// `--direct-io-above`: right after a small file was found cold (memory pressure), a large
+/// cold file's chunks are read around the page cache into buffers (or through it, where the
+/// file system has no direct I/O) and the body is exact; with no such miss, or where the files
+/// are not on a block device (overlayfs, tmpfs), pipes as usual.
 #[test]
-fn direct_reads_are_exact_under_eviction() {
-    let st = cold_fetch_under_eviction("amped", &["--direct-io-above", "1000000"]);
-    assert!(counter(&st, "copy_fills") >= 1, "{st}");
-    assert_eq!(counter(&st, "pipe_fills"), 0, "{st}");
+fn direct_reads_follow_a_small_miss_and_are_exact() {
+    for small_miss in [true, false] {
+        let args = ["--stats-path", STATS, "--direct-io-above", "1000000"];
+        let s = Server::start(&["--arch", "amped"], &args, fill);
+        if small_miss {
+            evict(&s.path("small.txt"));
+        } else {
+            s.get("/small.txt").assert_status(200);
+        }
+        evict(&s.path("big.bin"));
+        s.get("/small.txt").assert_status(200);
+        let body = slow_get(&s, "/big.bin");
+        assert!(body == pseudo_random(LEN, 7), "body differs ({} bytes)", body.len());
+        let st = stats(s.addr, STATS);
+        let block = {
+            use std::os::unix::fs::MetadataExt;
+            amped_sys::direct::on_block_device(std::fs::metadata(s.path("big.bin")).unwrap().dev())
+        };
+        if small_miss && block {
+            assert!(counter(&st, "copy_fills") >= 1, "{st}");
+        } else {
+            assert_eq!(counter(&st, "copy_fills"), 0, "no pressure: {st}");
+            assert!(counter(&st, "pipe_fills") >= 1, "{st}");
+        }
+    }
 }
 
 /// `--transfer-order oldest`, `--fill-ahead 3` and `--fill-blocks on` (the alternatives the
