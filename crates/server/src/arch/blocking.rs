@@ -349,7 +349,7 @@ enum Sent {
     Closed,
     /// The client could not take more and other connections are waiting or ready: step aside
     /// with it.
-    StepAside(Sending),
+    StepAside(Box<Sending>),
 }
 
 /// One connection being served on the calling thread.
@@ -474,7 +474,7 @@ impl Blocking<'_> {
             }
             Sent::Closed => false,
             Sent::StepAside(rest) => {
-                self.sending = Some(rest);
+                self.sending = Some(*rest);
                 false
             }
         }
@@ -508,7 +508,7 @@ impl Blocking<'_> {
                         return Sent::Closed;
                     }
                     if step_aside {
-                        return Sent::StepAside(s);
+                        return Sent::StepAside(Box::new(s));
                     }
                     if let Aside::Room(room) = &mut self.aside {
                         let until = s.deadline;
@@ -520,7 +520,7 @@ impl Blocking<'_> {
                             until,
                         ) {
                             Waited::Ready | Waited::Tick => {}
-                            Waited::Others => return Sent::StepAside(s),
+                            Waited::Others => return Sent::StepAside(Box::new(s)),
                             Waited::Failed => {
                                 p.complete(&s.out.resp, s.out.body_sent());
                                 return Sent::Closed;
