@@ -963,6 +963,7 @@ mod tests {
         let mut c = parse(&["."]).unwrap();
         assert_eq!((c.path_cache_entries, c.file_cache_entries), (32768, 16384));
         assert_eq!(c.page_yield_above, 0, "the page-yield policy is off by default");
+        assert_eq!(c.opt.direct_io_above, 8 << 20, "large cold files read around the cache");
         assert_eq!((c.transfer_order, c.fill_ahead), (TransferOrder::Oldest, 7));
         assert_eq!(c.disk_concurrency, DiskBound::Auto);
         assert!(!c.kernel_read_ahead, "AMPED asks ahead itself unless told not to");
