@@ -43,8 +43,9 @@ const SPARE_PIPES: usize = 32;
 /// The largest read into a response's buffer (`--read-path copy`): as much as a pipe fill.
 const COPY_FILL: u64 = PIPE_BYTES as u64;
 
-/// The largest direct read into a response's buffer (`--direct-io-above`): two huge pages.
-const DIRECT_FILL: u64 = 2 * amped_sys::direct::HUGE as u64;
+/// The largest direct read into a response's buffer (`--direct-io-above`): one huge page, one
+/// disk request (4 MiB trips, two requests each, were no faster and held twice the memory).
+const DIRECT_FILL: u64 = amped_sys::direct::HUGE as u64;
 
 /// How bodies are sent.
 #[derive(Clone, Copy, Debug)]
