@@ -409,8 +409,7 @@ impl Outgoing {
             let len = self.fill.take(remaining, DIRECT_FILL);
             if let Some(held) = crate::copy_budget::reserve(len) {
                 self.held = Some(held);
-                let (buf, direct) = (Vec::new(), true);
-                return Job::Copy { reading, offset: pos, len, buf, since, continues, direct };
+                return Job::Copy { reading, offset: pos, len, since, continues, direct: true };
             }
         }
         // A pipe when the bytes may go to the socket without a copy and one can be had; else
@@ -428,8 +427,7 @@ impl Outgoing {
         match crate::copy_budget::reserve(len) {
             Some(held) => {
                 self.held = Some(held);
-                let (buf, direct) = (Vec::new(), false);
-                Job::Copy { reading, offset: pos, len, buf, since, continues, direct }
+                Job::Copy { reading, offset: pos, len, since, continues, direct: false }
             }
             // No memory for a buffer: Flash's read-ahead, sent with a small copy per step.
             None => {

@@ -62,8 +62,8 @@ pub enum Job {
         /// Part of the body was sent already: a transfer under way, not a new request.
         continues: bool,
     },
-    /// Read up to `len` bytes of the file at `offset` into `buf` (`--read-path copy`): the
-    /// event loop then writes the buffer to the socket, so no page-cache page is held by a
+    /// Read up to `len` bytes of the file at `offset` into a new buffer (`--read-path copy`):
+    /// the event loop then writes the buffer to the socket, so no page-cache page is held by a
     /// pipe or a socket buffer once the read has returned.
     Copy {
         /// The file, marked as being read until the job has run (dropped with it).
@@ -72,8 +72,6 @@ pub enum Job {
         offset: u64,
         /// Length of the range.
         len: u64,
-        /// The response's buffer, empty; it comes back filled in [`JobDone::Copied`].
-        buf: Vec<u8>,
         /// When the response began (transfers under way are served oldest first).
         since: Instant,
         /// Part of the body was sent already: a transfer under way, not a new request.
@@ -198,15 +196,15 @@ impl Job {
                 let moved = pipe.fill(file, offset, len as usize);
                 JobDone::Filled(pipe, moved)
             }
-            Job::Copy { reading, offset, len, buf, direct: true, .. } => {
-                JobDone::Copied(copy_in_direct(reading.file(), offset, len, buf))
+            Job::Copy { reading, offset, len, direct: true, .. } => {
+                JobDone::Copied(copy_in_direct(reading.file(), offset, len))
             }
-            Job::Copy { reading, offset, len, buf, since, .. } => {
+            Job::Copy { reading, offset, len, since, .. } => {
                 let file = &reading.file().file;
                 let pieces =
                     ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, since.elapsed());
                 ask_ahead::advise(file, ask_ahead::range(offset, offset + len, pieces, 0));
-                JobDone::Copied(copy_in(file, offset, len, buf))
+                JobDone::Copied(copy_in(file, offset, len))
             }
         }
     }
@@ -285,11 +283,10 @@ fn read_ahead(file: &File, offset: u64, len: u64) {
     });
 }
 
-/// Reads `len` bytes of `file` at `offset` into `buf` (cleared first), fewer where the file
-/// ends; an error only when nothing could be read.
-fn copy_in(file: &File, offset: u64, len: u64, mut buf: Vec<u8>) -> io::Result<Vec<u8>> {
-    buf.clear();
-    buf.resize(len as usize, 0);
+/// Reads `len` bytes of `file` at `offset` into a new buffer, fewer where the file ends; an
+/// error only when nothing could be read.
+fn copy_in(file: &File, offset: u64, len: u64) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len as usize];
     let mut got = 0;
     while got < buf.len() {
         match amped_sys::files::read_at(file, &mut buf[got..], offset + got as u64) {
@@ -308,12 +305,7 @@ fn copy_in(file: &File, offset: u64, len: u64, mut buf: Vec<u8>) -> io::Result<V
 /// huge page into this helper's [`HugeBuf`], each copied on into `buf`. Where the file cannot
 /// be opened for direct reads (a file system without them), was replaced since it was opened,
 /// or a direct read fails, the rest is read through the page cache.
-fn copy_in_direct(
-    entry: &FileEntry,
-    offset: u64,
-    len: u64,
-    mut buf: Vec<u8>,
-) -> io::Result<Vec<u8>> {
+fn copy_in_direct(entry: &FileEntry, offset: u64, len: u64) -> io::Result<Vec<u8>> {
     use amped_sys::direct::{ALIGN, HUGE, HugeBuf, open_direct};
     thread_local! {
         static BOUNCE: std::cell::RefCell<Option<HugeBuf>> = const { std::cell::RefCell::new(None) };
@@ -325,10 +317,9 @@ fn copy_in_direct(
         })
     };
     let Some(direct) = open_direct(&entry.path).ok().filter(same_file) else {
-        return copy_in(&entry.file, offset, len, buf);
+        return copy_in(&entry.file, offset, len);
     };
-    buf.clear();
-    buf.reserve(len as usize);
+    let mut buf = Vec::with_capacity(len as usize);
     let end = offset + len;
     let mut pos = offset;
     let failed = BOUNCE.with(|b| {
@@ -355,7 +346,7 @@ fn copy_in_direct(
     });
     if failed {
         // A direct read failed: the rest through the page cache.
-        let rest = copy_in(&entry.file, pos, end - pos, Vec::new())?;
+        let rest = copy_in(&entry.file, pos, end - pos)?;
         buf.extend_from_slice(&rest);
     }
     Ok(buf)
