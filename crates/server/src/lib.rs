@@ -19,6 +19,7 @@ pub mod debox;
 pub mod disk;
 pub mod errlog;
 pub mod fill_size;
+pub mod huge_pool;
 pub mod metrics;
 pub mod operator;
 pub mod pipeline;

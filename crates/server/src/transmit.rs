@@ -17,6 +17,7 @@
 
 use crate::cache::file::ReadInFlight;
 use crate::config::ReadPath;
+use crate::disk::Copied;
 use crate::fill_size::FillSize;
 use crate::pipeline::{Body, Job, JobDone, Pipeline, Response};
 use crate::send_plan::{HeadGoes, InMemory, Piece, SendPlan};
@@ -90,7 +91,7 @@ pub struct Outgoing {
     pipe: Option<PagePipe>,
     /// The buffer holding the next bytes of the body (a copy fill), once a chunk was cold, and
     /// how much of it was sent.
-    copied: Option<(Vec<u8>, usize)>,
+    copied: Option<(Copied, usize)>,
     /// The share of the copy budget ([`crate::copy_budget`]) the buffer's trip holds until
     /// its bytes are sent.
     held: Option<crate::copy_budget::Held>,
@@ -136,8 +137,8 @@ impl Outgoing {
             });
         }
         match done {
-            JobDone::Copied(Ok(buf)) if !buf.is_empty() => {
-                self.plan.moved_in(buf.len());
+            JobDone::Copied(Ok(buf)) if !buf.bytes().is_empty() => {
+                self.plan.moved_in(buf.bytes().len());
                 self.copied = Some((buf, 0));
             }
             JobDone::Copied(result) => {
@@ -251,10 +252,13 @@ impl Outgoing {
         p: &Pipeline,
     ) -> Result<bool, Stop> {
         let t0 = self.clock();
-        if let Some((buf, sent)) = self.copied.as_mut().filter(|(buf, sent)| *sent < buf.len()) {
-            let n = wire.send(&buf[*sent..], more).map_err(Stop::from)?;
+        if let Some((buf, sent)) =
+            self.copied.as_mut().filter(|(buf, sent)| *sent < buf.bytes().len())
+        {
+            let bytes = buf.bytes();
+            let n = wire.send(&bytes[*sent..], more).map_err(Stop::from)?;
             *sent += n;
-            if *sent == buf.len() {
+            if *sent == bytes.len() {
                 // Sent: the memory goes back now, not when the next trip begins.
                 self.copied = None;
                 self.held = None;
@@ -404,13 +408,14 @@ impl Outgoing {
             let len = remaining.min(CHUNK);
             return Job::ReadAhead { reading, offset: pos, len, since, continues };
         }
-        // Around the page cache, if the buffer fits the budget (else a pipe, as any other file).
-        if direct {
-            let len = self.fill.take(remaining, DIRECT_FILL);
-            if let Some(held) = crate::copy_budget::reserve(len) {
-                self.held = Some(held);
-                return Job::Copy { reading, offset: pos, len, since, continues, direct: true };
-            }
+        // Around the page cache, if the budget has room for a huge page's worth (else a
+        // pipe, as any other file): at most what fits one huge page from the aligned offset
+        // below `pos`, so that the read is one disk request.
+        if let Some(held) = direct.then(|| crate::copy_budget::reserve(DIRECT_FILL)).flatten() {
+            self.held = Some(held);
+            let fits = DIRECT_FILL - pos % amped_sys::direct::ALIGN;
+            let len = self.fill.take(remaining, DIRECT_FILL).min(fits);
+            return Job::Copy { reading, offset: pos, len, since, continues, direct: true };
         }
         // A pipe when the bytes may go to the socket without a copy and one can be had; else
         // (`--no-zero-copy`, TLS, no descriptor for a pipe) the bytes are copied anyway, so the

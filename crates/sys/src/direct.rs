@@ -74,7 +74,12 @@ impl HugeBuf {
     }
 
     /// The aligned bytes.
-    pub fn bytes(&mut self) -> &mut [u8] {
+    pub fn bytes(&self) -> &[u8] {
+        &self.mem[self.start..self.start + HUGE]
+    }
+
+    /// The aligned bytes, to read into.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
         &mut self.mem[self.start..self.start + HUGE]
     }
 }
@@ -107,8 +112,8 @@ mod tests {
             return; // no direct I/O on this file system
         };
         let mut buf = HugeBuf::new();
-        assert_eq!(buf.bytes().as_ptr() as usize % HUGE, 0, "aligned to a huge page");
-        let n = crate::files::read_at(&file, buf.bytes(), ALIGN).unwrap();
+        assert_eq!(buf.bytes_mut().as_ptr() as usize % HUGE, 0, "aligned to a huge page");
+        let n = crate::files::read_at(&file, buf.bytes_mut(), ALIGN).unwrap();
         assert_eq!(
             n,
             bytes.len() - ALIGN as usize,

@@ -13,6 +13,7 @@ use super::translate::{TranslateRequest, Translation, translate};
 use crate::cache::file::ReadInFlight;
 use crate::cache::{FileEntry, PagePolicy};
 use crate::config::Config;
+use crate::huge_pool::Lent;
 use amped_sys::pipe::PagePipe;
 use std::fs::File;
 use std::io;
@@ -81,6 +82,38 @@ pub enum Job {
     },
 }
 
+/// The file bytes a [`Job::Copy`] read, for the loop to write.
+#[derive(Debug)]
+pub struct Copied {
+    store: Store,
+    /// Where in `store` the bytes are.
+    range: std::ops::Range<usize>,
+}
+
+/// The memory of a [`Copied`].
+#[derive(Debug)]
+enum Store {
+    /// A buffer of its own.
+    Heap(Vec<u8>),
+    /// A huge page lent for a direct read ([`crate::huge_pool`]).
+    Huge(Lent),
+}
+
+impl Copied {
+    /// Bytes read into a buffer of their own.
+    pub fn heap(buf: Vec<u8>) -> Copied {
+        Copied { range: 0..buf.len(), store: Store::Heap(buf) }
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.store {
+            Store::Heap(buf) => &buf[self.range.clone()],
+            Store::Huge(page) => &page.bytes()[self.range.clone()],
+        }
+    }
+}
+
 /// A job's result.
 #[derive(Debug)]
 pub enum JobDone {
@@ -92,7 +125,7 @@ pub enum JobDone {
     Filled(PagePipe, io::Result<usize>),
     /// A [`Job::Copy`] ran: the buffer, holding what was read (empty: the file ended early),
     /// or why the read failed.
-    Copied(io::Result<Vec<u8>>),
+    Copied(io::Result<Copied>),
     /// The job panicked (a bug): the request is answered 500 and its connection closed, rather
     /// than left waiting for a result that will never come.
     Failed,
@@ -204,7 +237,7 @@ impl Job {
                 let pieces =
                     ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, since.elapsed());
                 ask_ahead::advise(file, ask_ahead::range(offset, offset + len, pieces, 0));
-                JobDone::Copied(copy_in(file, offset, len))
+                JobDone::Copied(copy_in(file, offset, len).map(Copied::heap))
             }
         }
     }
@@ -301,53 +334,55 @@ fn copy_in(file: &File, offset: u64, len: u64) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// [`copy_in`] around the page cache (`--direct-io-above`): aligned direct reads of up to a
-/// huge page into this helper's [`HugeBuf`], each copied on into `buf`. Where the file cannot
-/// be opened for direct reads (a file system without them), was replaced since it was opened,
-/// or a direct read fails, the rest is read through the page cache.
-fn copy_in_direct(entry: &FileEntry, offset: u64, len: u64) -> io::Result<Vec<u8>> {
-    use amped_sys::direct::{ALIGN, HUGE, HugeBuf, open_direct};
-    thread_local! {
-        static BOUNCE: std::cell::RefCell<Option<HugeBuf>> = const { std::cell::RefCell::new(None) };
-    }
+/// [`copy_in`] around the page cache (`--direct-io-above`): one aligned direct read of the
+/// bytes from `offset` on that fit a huge page (at most `len`), into a page lent by
+/// [`crate::huge_pool`] — one disk request — or, when none is free, into an aligned buffer of
+/// their own (a request per 1 MiB of ordinary pages). Where the file cannot be opened for
+/// direct reads (a file system without them), was replaced since it was opened, or the direct
+/// read fails, the bytes are read through the page cache instead.
+fn copy_in_direct(entry: &FileEntry, offset: u64, len: u64) -> io::Result<Copied> {
+    use amped_sys::direct::{ALIGN, HUGE, open_direct};
     let same_file = |f: &File| {
         amped_sys::files::fstat(f).is_ok_and(|m| {
             use std::os::unix::fs::MetadataExt;
             m.ino() == entry.ino && m.dev() == entry.dev
         })
     };
+    let through_cache = || copy_in(&entry.file, offset, len).map(Copied::heap);
     let Some(direct) = open_direct(&entry.path).ok().filter(same_file) else {
-        return copy_in(&entry.file, offset, len);
+        return through_cache();
     };
-    let mut buf = Vec::with_capacity(len as usize);
-    let end = offset + len;
-    let mut pos = offset;
-    let failed = BOUNCE.with(|b| {
-        let mut b = b.borrow_mut();
-        let huge = b.get_or_insert_with(HugeBuf::new).bytes();
-        while pos < end {
-            let from = pos - pos % ALIGN;
-            let want = (end - from).min(HUGE as u64).next_multiple_of(ALIGN).min(HUGE as u64);
-            let Ok(n) = amped_sys::files::read_at(&direct, &mut huge[..want as usize], from) else {
-                return true;
-            };
-            let skip = pos - from;
-            if n as u64 <= skip {
-                return false; // the end of the file
-            }
-            let take = (n as u64 - skip).min(end - pos);
-            buf.extend_from_slice(&huge[skip as usize..(skip + take) as usize]);
-            pos += take;
-            if (n as u64) < want {
-                return false; // the end of the file
-            }
+    let skip = (offset % ALIGN) as usize;
+    let want = (skip as u64 + len).next_multiple_of(ALIGN).min(HUGE as u64) as usize;
+    let mut store = match crate::huge_pool::lend() {
+        Some(page) => Store::Huge(page),
+        None => Store::Heap(vec![0u8; want + ALIGN as usize]),
+    };
+    let (bytes, base) = match &mut store {
+        Store::Huge(page) => (page.bytes_mut(), 0),
+        Store::Heap(buf) => {
+            let base = buf.as_ptr().align_offset(ALIGN as usize);
+            (&mut buf[..], base)
         }
-        false
-    });
-    if failed {
-        // A direct read failed: the rest through the page cache.
-        let rest = copy_in(&entry.file, pos, end - pos)?;
-        buf.extend_from_slice(&rest);
+    };
+    let target = &mut bytes[base..base + want];
+    let mut got = 0;
+    while got < want {
+        match amped_sys::files::read_at(
+            &direct,
+            &mut target[got..],
+            offset - skip as u64 + got as u64,
+        ) {
+            Ok(n) => {
+                got += n;
+                if n == 0 || !(n as u64).is_multiple_of(ALIGN) {
+                    break; // the end of the file
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return through_cache(),
+        }
     }
-    Ok(buf)
+    let end = got.min(skip + len as usize).max(skip);
+    Ok(Copied { store, range: base + skip..base + end })
 }

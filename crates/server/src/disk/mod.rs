@@ -18,5 +18,5 @@ pub mod listing;
 pub mod open;
 pub mod translate;
 
-pub use job::{Job, JobDone, JobTimes, Resolved};
+pub use job::{Copied, Job, JobDone, JobTimes, Resolved};
 pub use open::{FileOpen, OpenOp, OpenOutcome, OpenRules, OpenStep};
