@@ -79,8 +79,10 @@ pub struct Args {
     pub read_path: Option<String>,
     /// While memory is short (a smaller file was found cold within the last second), cold
     /// chunks of files of at least this many bytes on a block device are read by a helper with
-    /// `O_DIRECT` into a huge page and copied to the socket: up to 2 MiB per disk request,
-    /// nothing read ahead, the page cache left to smaller files; 0 = never [default: 8 MiB].
+    /// `O_DIRECT` into a huge page and written to the socket from it: up to 2 MiB per disk
+    /// request, nothing read ahead, the page cache left to smaller files; 0 = never
+    /// [default: a 32nd of the memory cgroup's limit, or of the machine's memory, at least
+    /// 8 MiB].
     #[arg(long, value_name = "BYTES")]
     pub direct_io_above: Option<u64>,
     /// The order in which the read lane serves chunks of transfers under way: `oldest` (the

@@ -4,6 +4,7 @@
 pub mod cli;
 mod listen;
 mod live;
+pub mod memory;
 pub mod response;
 
 use crate::client_limits::Rate;
@@ -260,10 +261,20 @@ pub enum ErrorLog {
     File(PathBuf),
 }
 
-/// `--direct-io-above`'s default: files of 8 MiB and more (docs/BENCHMARKS.md §3b, session 17:
-/// 1 MiB and 8 MiB did the same on the heavy-tailed log; the larger leaves more files to the
-/// page cache).
+/// `--direct-io-above`'s least default: files of 8 MiB and more (docs/BENCHMARKS.md §3b,
+/// session 17: 1 MiB and 8 MiB did the same on the heavy-tailed log with 128 MiB of memory; the
+/// larger leaves more files to the page cache).
 pub const DIRECT_IO_ABOVE: u64 = 8 << 20;
+
+/// `--direct-io-above`'s default with `memory` bytes to cache files in ([`memory::available`]):
+/// a 32nd of it, at least [`DIRECT_IO_ABOVE`]. With more memory, larger files stay cached
+/// until they are asked for again, and reading them around the cache would read them again
+/// each time: with 1 GiB, 32 MiB moved 1.03–1.24× what 8 MiB did on the heavy-tailed log under
+/// the IOPS cap, and 64 MiB less (docs/BENCHMARKS.md §3b, session 18). Unknown memory: the
+/// least.
+pub fn default_direct_io_above(memory: Option<u64>) -> u64 {
+    memory.map_or(DIRECT_IO_ABOVE, |m| (m / 32).max(DIRECT_IO_ABOVE))
+}
 
 /// Which of Flash's optimizations are on (each can be switched off to measure its impact).
 #[derive(Clone, Copy, Debug)]
@@ -711,7 +722,9 @@ impl Config {
                 zero_copy: !a.no_zero_copy,
                 residency_test: !a.no_residency_test,
                 read_path,
-                direct_io_above: a.direct_io_above.unwrap_or(DIRECT_IO_ABOVE),
+                direct_io_above: a
+                    .direct_io_above
+                    .unwrap_or_else(|| default_direct_io_above(memory::available())),
             },
             path_cache_entries: positive(
                 "path-cache-entries",
@@ -959,11 +972,23 @@ mod tests {
     }
 
     #[test]
+    fn direct_reads_begin_at_a_32nd_of_memory_and_never_below_8_mib() {
+        let mib = 1 << 20;
+        assert_eq!(default_direct_io_above(Some(128 * mib)), 8 * mib);
+        assert_eq!(default_direct_io_above(Some(256 * mib)), 8 * mib);
+        assert_eq!(default_direct_io_above(Some(1024 * mib)), 32 * mib);
+        assert_eq!(default_direct_io_above(None), 8 * mib, "memory unknown");
+        let set = parse(&[".", "--direct-io-above", "1048576"]).unwrap();
+        assert_eq!(set.opt.direct_io_above, mib, "given, it is kept");
+    }
+
+    #[test]
     fn the_file_cache_leaves_descriptors_for_connections() {
         let mut c = parse(&["."]).unwrap();
         assert_eq!((c.path_cache_entries, c.file_cache_entries), (32768, 16384));
         assert_eq!(c.page_yield_above, 0, "the page-yield policy is off by default");
-        assert_eq!(c.opt.direct_io_above, 8 << 20, "large cold files read around the cache");
+        let direct = default_direct_io_above(memory::available());
+        assert_eq!(c.opt.direct_io_above, direct, "large cold files read around the cache");
         assert_eq!((c.transfer_order, c.fill_ahead), (TransferOrder::Oldest, 7));
         assert_eq!(c.disk_concurrency, DiskBound::Auto);
         assert!(!c.kernel_read_ahead, "AMPED asks ahead itself unless told not to");
