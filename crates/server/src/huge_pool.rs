@@ -14,25 +14,10 @@
 //! cap (docs/BENCHMARKS.md §3b, session 18): 2 722–2 814 Mb/s against session 17's 2 603–2 628;
 //! a pool of 4 pages, the rest in buffers of their own, lost that and more (2 369–2 377).
 
-use amped_sys::direct::HugeBuf;
-use std::sync::{Mutex, MutexGuard};
+use amped_sys::direct::{Lent, Pool};
 
 /// Huge pages (2 MiB each) a process may have lent or free at once: the copy budget's worth.
 pub const PAGES: usize = (crate::copy_budget::LIMIT / amped_sys::direct::HUGE as u64) as usize;
-
-/// Pages free to lend, and how many exist or are lent out.
-#[derive(Debug)]
-pub struct Pool {
-    limit: usize,
-    state: Mutex<State>,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    free: Vec<HugeBuf>,
-    /// Pages made, or promised to a borrower who makes it on first use.
-    counted: usize,
-}
 
 /// The process's pool.
 static POOL: Pool = Pool::new(PAGES);
@@ -40,90 +25,4 @@ static POOL: Pool = Pool::new(PAGES);
 /// A page for one trip, from the process's pool, if one is free or may still be made.
 pub fn lend() -> Option<Lent> {
     POOL.lend()
-}
-
-impl Pool {
-    /// A pool of at most `limit` pages.
-    pub const fn new(limit: usize) -> Pool {
-        Pool { limit, state: Mutex::new(State { free: Vec::new(), counted: 0 }) }
-    }
-
-    fn state(&self) -> MutexGuard<'_, State> {
-        // The lock guards no invariant a panic could break half-way.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// A free page, or the right to make one (made by [`Lent::bytes_mut`], outside the pool's
-    /// lock: finding and clearing a huge page takes the kernel a while); `None` when all
-    /// [`Pool::new`]'s `limit` are lent.
-    pub fn lend(&'static self) -> Option<Lent> {
-        let mut state = self.state();
-        if let Some(page) = state.free.pop() {
-            return Some(Lent { page: Some(page), pool: self });
-        }
-        (state.counted < self.limit).then(|| {
-            state.counted += 1;
-            Lent { page: None, pool: self }
-        })
-    }
-
-    /// Pages free now.
-    pub fn free(&self) -> usize {
-        self.state().free.len()
-    }
-}
-
-/// A page lent to one trip; back to the pool when dropped.
-#[derive(Debug)]
-pub struct Lent {
-    page: Option<HugeBuf>,
-    pool: &'static Pool,
-}
-
-impl Lent {
-    /// The page's bytes, to read into; the page is made first if it was not yet.
-    pub fn bytes_mut(&mut self) -> &mut [u8] {
-        self.page.get_or_insert_with(HugeBuf::new).bytes_mut()
-    }
-
-    /// The page's bytes (none if it was never made).
-    pub fn bytes(&self) -> &[u8] {
-        self.page.as_ref().map_or(&[], HugeBuf::bytes)
-    }
-}
-
-impl Drop for Lent {
-    fn drop(&mut self) {
-        let mut state = self.pool.state();
-        match self.page.take() {
-            Some(page) => state.free.push(page),
-            None => state.counted -= 1,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pool(limit: usize) -> &'static Pool {
-        Box::leak(Box::new(Pool::new(limit)))
-    }
-
-    #[test]
-    fn pages_are_lent_up_to_the_limit_and_come_back_when_dropped() {
-        let p = pool(2);
-        let mut a = p.lend().expect("first");
-        let b = p.lend().expect("second");
-        assert!(p.lend().is_none(), "never more than the limit");
-        a.bytes_mut()[0] = 7;
-        drop(a);
-        assert_eq!(p.free(), 1, "a made page is kept");
-        let again = p.lend().expect("the page given back");
-        assert_eq!(again.bytes()[0], 7, "the same page, not a new one");
-        drop(b);
-        assert_eq!(p.free(), 0, "a page never made is not kept, only its place freed");
-        let _c = p.lend().expect("its place");
-        assert!(p.lend().is_none());
-    }
 }

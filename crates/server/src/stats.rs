@@ -76,6 +76,9 @@ counters! {
     pipe_fills,
     /// Of those, chunks a helper read into a buffer (`--read-path copy`).
     copy_fills,
+    /// Cold chunks read around the page cache into a huge page (`--direct-io-above`): copy
+    /// fills of helpers, and io_uring's own direct reads.
+    direct_reads,
     /// Large files whose pages were dropped after sending, under memory pressure.
     page_yields,
     /// Times accepting was paused (connection cap or descriptor exhaustion).

@@ -11,6 +11,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 
 /// The alignment direct reads keep, in the file and in memory: the page size, which every
 /// common block device's logical block size divides.
@@ -94,10 +95,112 @@ fn advise_huge(run: &mut [u8]) {
     };
 }
 
+/// Huge pages lent to one read at a time and kept for the next once given back: at most
+/// `limit` exist or are promised at once. The server sets the limit (`huge_pool.rs`); the ring
+/// can own a lent page while the kernel reads into it.
+#[derive(Debug)]
+pub struct Pool {
+    limit: usize,
+    state: Mutex<PoolState>,
+}
+
+#[derive(Debug, Default)]
+struct PoolState {
+    free: Vec<HugeBuf>,
+    /// Pages made, or promised to a borrower who makes it on first use.
+    counted: usize,
+}
+
+impl Pool {
+    /// A pool of at most `limit` pages.
+    pub const fn new(limit: usize) -> Pool {
+        Pool { limit, state: Mutex::new(PoolState { free: Vec::new(), counted: 0 }) }
+    }
+
+    fn state(&self) -> MutexGuard<'_, PoolState> {
+        // The lock guards no invariant a panic could break half-way.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A free page, or the right to make one (made by [`Lent::bytes_mut`], outside the pool's
+    /// lock: finding and clearing a huge page takes the kernel a while); `None` when `limit`
+    /// are lent.
+    pub fn lend(&'static self) -> Option<Lent> {
+        let mut state = self.state();
+        if let Some(page) = state.free.pop() {
+            return Some(Lent { page: Some(page), pool: self });
+        }
+        (state.counted < self.limit).then(|| {
+            state.counted += 1;
+            Lent { page: None, pool: self }
+        })
+    }
+
+    /// Pages free now.
+    pub fn free(&self) -> usize {
+        self.state().free.len()
+    }
+}
+
+/// A page lent by a [`Pool`]; back to it when dropped.
+#[derive(Debug)]
+pub struct Lent {
+    page: Option<HugeBuf>,
+    pool: &'static Pool,
+}
+
+impl Lent {
+    /// The page's bytes, to read into; the page is made first if it was not yet.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        self.page.get_or_insert_with(HugeBuf::new).bytes_mut()
+    }
+
+    /// The page's bytes (none if it was never made).
+    pub fn bytes(&self) -> &[u8] {
+        self.page.as_ref().map_or(&[], HugeBuf::bytes)
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        let mut state = self.pool.state();
+        match self.page.take() {
+            Some(page) => state.free.push(page),
+            None => state.counted -= 1,
+        }
+    }
+}
+
+/// Opens the file `file` has open a second time, for direct reads, through /proc/self/fd: the
+/// same inode whatever became of its path, and no path walk on the disk (the inode is held
+/// open). Fails without /proc or where the file system has no direct I/O.
+pub fn reopen_direct(file: &File) -> io::Result<File> {
+    use std::os::fd::AsRawFd;
+    let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    open_direct(Path::new(&path))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn pages_are_lent_up_to_the_limit_and_come_back_when_dropped() {
+        let p: &'static Pool = Box::leak(Box::new(Pool::new(2)));
+        let mut a = p.lend().expect("first");
+        let b = p.lend().expect("second");
+        assert!(p.lend().is_none(), "never more than the limit");
+        a.bytes_mut()[0] = 7;
+        drop(a);
+        assert_eq!(p.free(), 1, "a made page is kept");
+        let again = p.lend().expect("the page given back");
+        assert_eq!(again.bytes()[0], 7, "the same page, not a new one");
+        drop(b);
+        assert_eq!(p.free(), 0, "a page never made is not kept, only its place freed");
+        let _c = p.lend().expect("its place");
+        assert!(p.lend().is_none());
+    }
 
     #[test]
     fn a_direct_read_into_the_buffer_gets_the_file_bytes() {
@@ -107,7 +210,8 @@ mod tests {
         let path = dir.join("f.bin");
         let bytes: Vec<u8> = (0..HUGE / 2 + 12_345).map(|i| (i % 253) as u8).collect();
         std::fs::File::create(&path).unwrap().write_all(&bytes).unwrap();
-        let Ok(file) = open_direct(&path) else {
+        let plain = std::fs::File::open(&path).unwrap();
+        let Ok(file) = reopen_direct(&plain) else {
             std::fs::remove_dir_all(&dir).unwrap();
             return; // no direct I/O on this file system
         };

@@ -45,6 +45,8 @@ pub enum Chunk {
     Shared(Arc<[u8]>),
     /// An owned buffer (a chunk just read from a file).
     Owned(Vec<u8>),
+    /// A huge page lent for a direct read (the chunk is a range of it).
+    Page(crate::direct::Lent),
 }
 
 impl Chunk {
@@ -54,6 +56,7 @@ impl Chunk {
             Chunk::Empty => &[],
             Chunk::Shared(b) => b,
             Chunk::Owned(v) => v,
+            Chunk::Page(p) => p.bytes(),
         }
     }
 }
@@ -108,6 +111,8 @@ pub enum Event {
     Received(io::Result<usize>, Vec<u8>),
     /// Bytes read from a file; the buffer comes back with them appended.
     Read(io::Result<usize>, Vec<u8>),
+    /// Bytes read into a lent huge page, from its start ([`Ring::read_page`]).
+    ReadPage(io::Result<usize>, crate::direct::Lent),
     /// Bytes sent from the gather list (not yet advanced over them).
     Sent(io::Result<usize>, Gather),
     /// A file opened read-only.
@@ -135,6 +140,7 @@ enum Held {
     Accept(Box<(socket2::SockAddrStorage, libc::socklen_t)>),
     Recv(Vec<u8>),
     Read(Vec<u8>),
+    ReadPage(crate::direct::Lent),
     Send(Box<SendMsg>),
     #[allow(dead_code, reason = "never read: it keeps the path alive for the kernel")]
     Open(CString),
@@ -216,7 +222,7 @@ impl OpKind {
         match held {
             Held::Accept(_) => OpKind::Accept,
             Held::Recv(_) => OpKind::Recv,
-            Held::Read(_) => OpKind::Read,
+            Held::Read(_) | Held::ReadPage(_) => OpKind::Read,
             Held::Send(_) => OpKind::SendMsg,
             Held::Open(_) => OpKind::OpenAt,
             Held::Statx(_) => OpKind::Statx,
@@ -419,6 +425,25 @@ impl Ring {
         self.push(token, entry, Held::Read(buf))
     }
 
+    /// Reads up to `len` bytes of `file` at `offset` into the start of `page` (at most a huge
+    /// page): with a descriptor opened for direct reads, `offset` and `len` aligned to
+    /// [`crate::direct::ALIGN`], one disk request the kernel serves without a thread.
+    pub fn read_page(
+        &mut self,
+        token: u64,
+        file: BorrowedFd<'_>,
+        mut page: crate::direct::Lent,
+        offset: u64,
+        len: usize,
+    ) -> OpId {
+        let bytes = page.bytes_mut();
+        let len = len.min(bytes.len()) as u32;
+        let entry = opcode::Read::new(types::Fd(file.as_raw_fd()), bytes.as_mut_ptr(), len)
+            .offset(offset)
+            .build();
+        self.push(token, entry, Held::ReadPage(page))
+    }
+
     /// Sends what `gather` has left in one `sendmsg` (`MSG_NOSIGNAL`; `MSG_MORE` when `more`).
     /// A partial send completes with the count: advance the gather and send again.
     pub fn send(&mut self, token: u64, sock: BorrowedFd<'_>, gather: Gather, more: bool) -> OpId {
@@ -618,6 +643,7 @@ impl Ring {
                 let (r, buf) = appended(r, buf);
                 Event::Read(r, buf)
             }
+            Held::ReadPage(page) => Event::ReadPage(r.map(|n| n as usize), page),
             Held::Send(s) => Event::Sent(r.map(|n| n as usize), s.gather),
             Held::Open(_) => Event::Opened(r.map(|fd| {
                 // SAFETY: the kernel just opened descriptor `fd` for this request; nothing else owns it.

@@ -10,8 +10,8 @@ use lru::LruCache;
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 /// A file's mode and owner: a change to either (`chmod 000`, `chmod 640` under `--user`,
@@ -55,6 +55,9 @@ pub struct FileEntry {
     pub body: Option<Arc<[u8]>>,
     /// Reads of its pages under way on helpers ([`ReadInFlight`]).
     reads: AtomicU32,
+    /// The same file opened for direct reads (`--direct-io-above`), once one was wanted;
+    /// `None` inside where it cannot be (a file system without direct I/O).
+    direct: OnceLock<Option<File>>,
 }
 
 /// A read of a file's pages under way on a helper: a fill or read-ahead job holds one from the
@@ -112,7 +115,16 @@ impl FileEntry {
             access: Access { mode: st.mode, uid: st.uid, gid: st.gid },
             body,
             reads: AtomicU32::new(0),
+            direct: OnceLock::new(),
         }
+    }
+
+    /// The file opened a second time for direct reads, on first use
+    /// ([`amped_sys::direct::reopen_direct`]: the same inode, no path walk); `None` where the
+    /// file system has no direct I/O (the caller reads through the page cache). Only large files
+    /// read under memory pressure ever hold this second descriptor.
+    pub fn direct_file(&self) -> Option<&File> {
+        self.direct.get_or_init(|| amped_sys::direct::reopen_direct(&self.file).ok()).as_ref()
     }
 
     /// A helper is reading pages of this file for some response right now.

@@ -13,7 +13,7 @@ use super::translate::{TranslateRequest, Translation, translate};
 use crate::cache::file::ReadInFlight;
 use crate::cache::{FileEntry, PagePolicy};
 use crate::config::Config;
-use crate::huge_pool::Lent;
+use amped_sys::direct::Lent;
 use amped_sys::pipe::PagePipe;
 use std::fs::File;
 use std::io;
@@ -338,18 +338,12 @@ fn copy_in(file: &File, offset: u64, len: u64) -> io::Result<Vec<u8>> {
 /// bytes from `offset` on that fit a huge page (at most `len`), into a page lent by
 /// [`crate::huge_pool`] — one disk request — or, when none is free, into an aligned buffer of
 /// their own (a request per 1 MiB of ordinary pages). Where the file cannot be opened for
-/// direct reads (a file system without them), was replaced since it was opened, or the direct
-/// read fails, the bytes are read through the page cache instead.
+/// direct reads (a file system without them) or the direct read fails, the bytes are read
+/// through the page cache instead.
 fn copy_in_direct(entry: &FileEntry, offset: u64, len: u64) -> io::Result<Copied> {
-    use amped_sys::direct::{ALIGN, HUGE, open_direct};
-    let same_file = |f: &File| {
-        amped_sys::files::fstat(f).is_ok_and(|m| {
-            use std::os::unix::fs::MetadataExt;
-            m.ino() == entry.ino && m.dev() == entry.dev
-        })
-    };
+    use amped_sys::direct::{ALIGN, HUGE};
     let through_cache = || copy_in(&entry.file, offset, len).map(Copied::heap);
-    let Some(direct) = open_direct(&entry.path).ok().filter(same_file) else {
+    let Some(direct) = entry.direct_file() else {
         return through_cache();
     };
     let skip = (offset % ALIGN) as usize;
@@ -369,7 +363,7 @@ fn copy_in_direct(entry: &FileEntry, offset: u64, len: u64) -> io::Result<Copied
     let mut got = 0;
     while got < want {
         match amped_sys::files::read_at(
-            &direct,
+            direct,
             &mut target[got..],
             offset - skip as u64 + got as u64,
         ) {

@@ -141,6 +141,12 @@ pub fn render(stats: &Stats) -> String {
             stats.total_named("being_read_waits"),
         ),
         (
+            "amped_direct_reads_total",
+            "counter",
+            "Cold body chunks read around the page cache into a huge page (--direct-io-above).",
+            stats.total_named("direct_reads"),
+        ),
+        (
             "amped_resolves_coalesced_total",
             "counter",
             "Resolves that ran right after one of the same URL path instead of queueing again.",

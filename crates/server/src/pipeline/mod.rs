@@ -608,9 +608,19 @@ impl Pipeline {
         bump(self.stats.readahead_jobs());
         match job {
             Job::Fill { .. } => bump(self.stats.pipe_fills()),
-            Job::Copy { .. } => bump(self.stats.copy_fills()),
+            Job::Copy { direct, .. } => {
+                bump(self.stats.copy_fills());
+                if *direct {
+                    bump(self.stats.direct_reads());
+                }
+            }
             Job::Resolve { .. } | Job::ReadAhead { .. } => {}
         }
+    }
+
+    /// Counts a cold chunk io_uring read around the page cache itself.
+    pub fn count_direct_read(&self) {
+        bump(self.stats.direct_reads());
     }
 
     /// Feeds buffered bytes to the chunked body being discarded; true once it has ended (the

@@ -102,6 +102,7 @@ arch_tests! {
         for name in [
             "amped_residency_misses_total",
             "amped_being_read_waits_total",
+            "amped_direct_reads_total",
             "amped_loop_stalls_total",
             "amped_helper_queue_depth",
             "amped_metadata_helpers",

@@ -139,6 +139,36 @@ fn direct_reads_follow_a_small_miss_and_are_exact() {
     }
 }
 
+/// io_uring reads a large cold file around the page cache itself, on the ring into huge pages,
+/// after a small file's miss: exact, also for a range from an unaligned offset; where the
+/// files are not on a block device it reads through the page cache as before.
+#[test]
+fn uring_direct_reads_are_exact_from_any_offset() {
+    let args = ["--stats-path", STATS, "--direct-io-above", "1000000"];
+    let s = Server::start(&["--arch", "uring"], &args, fill);
+    let block = {
+        use std::os::unix::fs::MetadataExt;
+        amped_sys::direct::on_block_device(std::fs::metadata(s.path("big.bin")).unwrap().dev())
+    };
+    for (from, to) in [(0, LEN - 1), (4097 * 3, LEN - 12_345)] {
+        evict(&s.path("small.txt"));
+        evict(&s.path("big.bin"));
+        s.get("/small.txt").assert_status(200);
+        let r = request_once(
+            s.addr,
+            req("GET", "/big.bin", &format!("Range: bytes={from}-{to}\r\n")).as_bytes(),
+        );
+        r.assert_status(206);
+        assert!(r.body == pseudo_random(LEN, 7)[from..=to], "from {from}: {} bytes", r.body.len());
+    }
+    let st = stats(s.addr, STATS);
+    if block {
+        assert!(counter(&st, "direct_reads") >= 2, "{st}");
+    } else {
+        assert_eq!(counter(&st, "direct_reads"), 0, "not a block device: {st}");
+    }
+}
+
 /// `--transfer-order oldest`, `--fill-ahead 3` and `--fill-blocks on` (the alternatives the
 /// lab compares) change only the order, depth and size of the disk reads: the body is exact
 /// under eviction either way.

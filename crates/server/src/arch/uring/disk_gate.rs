@@ -30,6 +30,8 @@ pub(super) struct ColdRead {
     pub file: Arc<FileEntry>,
     pub offset: u64,
     pub max: usize,
+    /// Read around the page cache (the page policy's choice when the read was asked for).
+    pub direct: bool,
 }
 
 /// The gate: slots in use and the reads waiting for one.
@@ -114,7 +116,7 @@ mod tests {
         let file = std::fs::File::open(&path).unwrap();
         let meta = file.metadata().unwrap();
         let file = Arc::new(FileEntry::new(path, file, &meta, None));
-        ColdRead { token, file, offset: 0, max: 1 }
+        ColdRead { token, file, offset: 0, max: 1, direct: false }
     }
 
     #[test]

@@ -354,13 +354,22 @@ impl UringLoop {
                 out.met_disk = cold;
                 if cold {
                     // A response all in memory never gets here: no clock read on its path.
-                    let cfg = self.pipeline.config();
-                    let age = out.since.elapsed();
-                    let pieces = ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, age);
-                    for (at, len) in ask_ahead::calls(out.ask_ahead(offset, pieces)) {
-                        self.ring.advise_will_need(file.file.as_fd(), at, len);
+                    // Read around the page cache (the page policy's choice): then nothing is
+                    // asked ahead, which would read into the page cache what is read again.
+                    let direct = self.pipeline.reads_around_cache(&file);
+                    if !direct {
+                        let cfg = self.pipeline.config();
+                        let age = out.since.elapsed();
+                        let pieces = ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, age);
+                        for (at, len) in ask_ahead::calls(out.ask_ahead(offset, pieces)) {
+                            self.ring.advise_will_need(file.file.as_fd(), at, len);
+                        }
                     }
-                    max = out.cold_read_len(offset);
+                    max = if direct {
+                        out.direct_read_len(offset)
+                    } else {
+                        out.cold_read_len(offset)
+                    };
                     if !self.gate.try_start() {
                         // No buffer waits for the disk: behind a capped disk every connection
                         // may queue here, and 128 KiB each of memory they had touched put a
@@ -368,10 +377,19 @@ impl UringLoop {
                         keep_spare(spare, buf);
                         let (since, continues) = (out.since, out.body_sent() > 0);
                         c.doing = Doing::Responding { out, op: None };
-                        let read = ColdRead { token, file, offset, max };
+                        let read = ColdRead { token, file, offset, max, direct };
                         return self.gate.wait(since, continues, read);
                     }
                     out.cold_read = true;
+                    if direct
+                        && let Some(op) =
+                            read_direct(&mut self.ring, token, &file, offset, max, &mut out)
+                    {
+                        keep_spare(spare, buf);
+                        c.doing = Doing::Responding { out, op: Some(op) };
+                        self.pipeline.count_direct_read();
+                        return;
+                    }
                 }
                 let op = self.ring.read(token, file.file.as_fd(), buf, offset, max);
                 c.doing = Doing::Responding { out, op: Some(op) };
@@ -444,7 +462,7 @@ impl UringLoop {
         match step {
             OpenStep::Submitted(opening, op) => c.doing = Doing::Opening { op, opening },
             OpenStep::Done(resolved) => {
-                let step = self.pipeline.resume(&mut c.state, JobDone::Resolved(resolved));
+                let step = self.pipeline.resume(&mut c.state, JobDone::Resolved(*resolved));
                 self.on_step(key, step);
             }
         }
@@ -515,6 +533,30 @@ impl UringLoop {
             Event::Sent(_, g) => {
                 out.restore(g);
                 self.finalize(key, Some(out)); // the peer went away: log what was sent, close
+            }
+            Event::ReadPage(r, page) => {
+                let (offset, len) = out.direct_read.take().unwrap_or_default();
+                let Ok(n) = r else {
+                    // A direct read failed: the same bytes through the page cache, in the
+                    // same slot of the gate.
+                    drop(page);
+                    let crate::pipeline::Body::File { file, .. } = &out.resp.body else {
+                        unreachable!("a direct read is of a file body")
+                    };
+                    let file = file.clone();
+                    let buf = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
+                    let token = self.conns.token(key);
+                    let op = self.ring.read(token, file.file.as_fd(), buf, offset, len);
+                    self.conns[key].doing = Doing::Responding { out, op: Some(op) };
+                    return;
+                };
+                let was_cold = std::mem::take(&mut out.cold_read);
+                out.page_read(page, n, offset, len);
+                self.pump(key, out);
+                if was_cold {
+                    self.gate.finished(n as u64);
+                    self.start_waiting_reads();
+                }
             }
             Event::Read(r, buf) => {
                 let n = r.unwrap_or(0);
@@ -606,6 +648,14 @@ impl UringLoop {
             match &mut self.conns[key].doing {
                 Doing::Responding { out, op: op @ None } => {
                     out.cold_read = true;
+                    if r.direct
+                        && let Some(id) =
+                            read_direct(&mut self.ring, r.token, &r.file, r.offset, r.max, out)
+                    {
+                        *op = Some(id);
+                        self.pipeline.count_direct_read();
+                        continue;
+                    }
                     // A kept buffer may still hold the chunk it last carried: a ring read
                     // appends, so it starts empty.
                     let mut buf = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
@@ -729,4 +779,25 @@ fn keep_spare(spare: &mut Vec<Vec<u8>>, buf: Vec<u8>) {
     if spare.len() < SPARE_BUFFERS && buf.capacity() <= CHUNK {
         spare.push(buf);
     }
+}
+
+/// Submits a direct read of `max` bytes of `file` at `offset` for `token` into a huge page from
+/// the process's pool (`huge_pool.rs`), noting it in `out`; `None` where none is free or the
+/// file cannot be opened for direct reads (the caller then reads through the page cache). The
+/// second descriptor comes from /proc/self/fd on first use: no path walk on the disk.
+fn read_direct(
+    ring: &mut Ring,
+    token: u64,
+    file: &crate::cache::FileEntry,
+    offset: u64,
+    max: usize,
+    out: &mut Sending,
+) -> Option<OpId> {
+    use amped_sys::direct::{ALIGN, HUGE};
+    let fd = file.direct_file()?;
+    let page = crate::huge_pool::lend()?;
+    let skip = offset % ALIGN;
+    let want = (skip + max as u64).next_multiple_of(ALIGN).min(HUGE as u64) as usize;
+    out.direct_read = Some((offset, max));
+    Some(ring.read_page(token, fd.as_fd(), page, offset - skip, want))
 }

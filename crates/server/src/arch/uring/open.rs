@@ -17,8 +17,8 @@ use std::time::Instant;
 pub(super) enum OpenStep {
     /// Its next ring operation is in flight.
     Submitted(Box<Opening>, OpId),
-    /// Finished: resume the pipeline with this.
-    Done(Resolved),
+    /// Finished: resume the pipeline with this (boxed: the file entry it carries is large).
+    Done(Box<Resolved>),
 }
 
 /// An open in progress on the ring.
@@ -90,7 +90,7 @@ fn done(
     entry: io::Result<FileEntry>,
     started: Instant,
 ) -> OpenStep {
-    OpenStep::Done(Resolved::known_file(url_path, path, entry, started))
+    OpenStep::Done(Box::new(Resolved::known_file(url_path, path, entry, started)))
 }
 
 #[cfg(test)]
@@ -106,7 +106,7 @@ mod tests {
         let mut done = Vec::new();
         loop {
             let opening = match step {
-                OpenStep::Done(resolved) => return resolved,
+                OpenStep::Done(resolved) => return *resolved,
                 OpenStep::Submitted(opening, _) => opening,
             };
             while done.is_empty() {

@@ -58,6 +58,9 @@ pub(super) struct Sending {
     /// The unsent bytes in hand (head, in-memory body or the chunk read); `None` while the
     /// ring holds them.
     gather: Option<Gather>,
+    /// The direct read in flight: its offset and the bytes asked for from there (the page is
+    /// read from the aligned offset below).
+    pub direct_read: Option<(u64, usize)>,
 }
 
 impl Sending {
@@ -80,6 +83,7 @@ impl Sending {
             fill: FillSize::default(),
             plan,
             gather: Some(Gather { head, head_from: 0, body, body_range }),
+            direct_read: None,
         }
     }
 
@@ -125,9 +129,43 @@ impl Sending {
     /// How many bytes the read at `offset` takes, now that it goes to the disk: growing trip by
     /// trip ([`crate::fill_size`]), at most the rest of the body.
     pub fn cold_read_len(&mut self, offset: u64) -> usize {
-        let Body::File { offset: start, len, .. } = &self.resp.body else { return 0 };
-        let remaining = (start + len).saturating_sub(offset);
+        let remaining = self.body_rest(offset);
         self.fill.take(remaining, MAX_COLD_READ) as usize
+    }
+
+    /// How many bytes a direct read at `offset` takes: growing trip by trip as
+    /// [`Sending::cold_read_len`], at most what one huge page holds from the aligned offset
+    /// below `offset` (so that the read is one disk request).
+    pub fn direct_read_len(&mut self, offset: u64) -> usize {
+        use amped_sys::direct::{ALIGN, HUGE};
+        let fits = HUGE as u64 - offset % ALIGN;
+        self.fill.take(self.body_rest(offset), HUGE as u64).min(fits) as usize
+    }
+
+    /// The direct read asked for at `offset` for `len` bytes moved `n` bytes into `page` from
+    /// the aligned offset below: the chunk in hand is the part from `offset` (fewer bytes where
+    /// the file ended; none cuts the response short, as in [`Sending::chunk_read`]).
+    pub fn page_read(&mut self, page: amped_sys::direct::Lent, n: usize, offset: u64, len: usize) {
+        let Some(g) = self.gather.as_mut() else {
+            self.plan.end_early();
+            return;
+        };
+        let skip = (offset % amped_sys::direct::ALIGN) as usize;
+        let end = n.min(skip + len);
+        g.body_range = if end <= skip {
+            self.plan.end_early();
+            0..0
+        } else {
+            self.plan.moved_in(end - skip);
+            skip..end
+        };
+        g.body = Chunk::Page(page);
+    }
+
+    /// Bytes of the file body from `offset` to its end.
+    pub fn body_rest(&self, offset: u64) -> u64 {
+        let Body::File { offset: start, len, .. } = &self.resp.body else { return 0 };
+        (start + len).saturating_sub(offset)
     }
 
     /// What to ask the disk for ahead of the read at `offset` (`--fill-ahead`, see
