@@ -95,7 +95,7 @@ pub struct Args {
     /// (`posix_fadvise(RANDOM)` on every file served from its descriptor: the disk reads only
     /// the fills and ask-ahead the server issues, so no page is read ahead and reclaimed
     /// unused under memory pressure) [default: off under --arch amped, whose fills ask ahead
-    /// themselves (--fill-ahead-after 0); on otherwise].
+    /// themselves (--fill-ahead-after 0), and under staged; on otherwise].
     #[arg(long, value_name = "on|off")]
     pub kernel_read_ahead: Option<String>,
     /// Whether a pipe fill moves the file's pages through a huge-page mapping of it
