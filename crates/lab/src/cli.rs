@@ -64,8 +64,8 @@ pub struct CommonArgs {
 
     /// Servers to measure, comma-separated: amped architectures (sped, amped, mt, pool, mp,
     /// uring, staged) with options after colons (e.g. amped:instances=2, pool:threads=5,
-    /// amped:no-path-cache), and peers (nginx, nginx-aio, apache-event, apache-prefork-150,
-    /// apache-prefork-300, lighttpd, h2o). Default: the experiment's list.
+    /// amped:no-path-cache), and peers (nginx, nginx-aio, nginx-direct, apache-event,
+    /// apache-prefork-150, apache-prefork-300, lighttpd, h2o). Default: the experiment's list.
     #[arg(long, value_delimiter = ',')]
     pub servers: Option<Vec<String>>,
 

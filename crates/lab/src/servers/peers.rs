@@ -3,7 +3,8 @@
 //!
 //! Fairness (peers-and-methods §1.0): one worker each (all pinned to the server CPUs), access
 //! log off, sendfile where the server has it, keep-alive request caps lifted, fd limits within
-//! the hard limit. `nginx-aio` (thread-pool reads) is meant for disk-bound runs only.
+//! the hard limit. `nginx-aio` (thread-pool reads) and `nginx-direct` (the same, with large
+//! files read around the page cache) are meant for disk-bound runs only.
 
 use std::path::Path;
 
@@ -21,6 +22,11 @@ pub enum Peer {
     Nginx,
     /// nginx with `aio threads` (a thread pool for reads).
     NginxAio,
+    /// [`Peer::NginxAio`] plus `directio` for files of 8 MiB and more, read in 1 MiB buffers:
+    /// nginx's own way of keeping large files out of the page cache, at the threshold amped's
+    /// `--direct-io-above` has at 128 MiB. (With 2 MiB buffers, amped's request size, nginx
+    /// was killed by a 128 MiB memory cgroup at 64 clients: one buffer per response, unbounded.)
+    NginxDirect,
     /// Apache, event MPM, one child process.
     ApacheEvent,
     /// Apache, prefork MPM with this many processes.
@@ -40,9 +46,10 @@ pub struct PeerLaunch {
 
 impl Peer {
     /// The names `--servers` accepts (apache-prefork-N takes any N).
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
         "nginx",
         "nginx-aio",
+        "nginx-direct",
         "apache-event",
         "apache-prefork-150",
         "apache-prefork-300",
@@ -55,6 +62,7 @@ impl Peer {
         match name {
             "nginx" => Some(Peer::Nginx),
             "nginx-aio" => Some(Peer::NginxAio),
+            "nginx-direct" => Some(Peer::NginxDirect),
             "apache-event" => Some(Peer::ApacheEvent),
             "lighttpd" => Some(Peer::Lighttpd),
             "h2o" => Some(Peer::H2o),
@@ -68,7 +76,7 @@ impl Peer {
     /// The program that runs this peer.
     pub fn program(self) -> &'static str {
         match self {
-            Peer::Nginx | Peer::NginxAio => "nginx",
+            Peer::Nginx | Peer::NginxAio | Peer::NginxDirect => "nginx",
             Peer::ApacheEvent | Peer::ApachePrefork(_) => "apache2",
             Peer::Lighttpd => "lighttpd",
             Peer::H2o => "h2o",
@@ -107,7 +115,7 @@ impl Peer {
         let program = crate::tools::which(self.program())
             .map_or_else(|| self.program().to_string(), |p| p.display().to_string());
         match self {
-            Peer::Nginx | Peer::NginxAio => self.nginx(&t, program, root_user),
+            Peer::Nginx | Peer::NginxAio | Peer::NginxDirect => self.nginx(&t, program, root_user),
             Peer::H2o => PeerLaunch {
                 config_name: "h2o.conf".into(),
                 config: t.fill(
@@ -125,9 +133,16 @@ impl Peer {
         }
     }
 
-    /// nginx, with a thread pool and `aio threads` for [`Peer::NginxAio`].
+    /// nginx, with a thread pool and `aio threads` for [`Peer::NginxAio`], and `directio` as
+    /// well for [`Peer::NginxDirect`] (which turns `sendfile` off for those files: nginx reads
+    /// them into its output buffer, one 1 MiB buffer per response, and writes from it).
     fn nginx(self, t: &Template, program: String, root_user: bool) -> PeerLaunch {
-        let aio = self == Peer::NginxAio;
+        let aio = self != Peer::Nginx;
+        let extra = match self {
+            Peer::NginxDirect => "aio threads;\n        directio 8m;\n        output_buffers 1 1m;",
+            _ if aio => "aio threads;",
+            _ => "",
+        };
         let config = t.fill(
             NGINX,
             &[
@@ -140,7 +155,7 @@ impl Peer {
                         String::new()
                     },
                 ),
-                ("EXTRA", if aio { "aio threads;".into() } else { String::new() }),
+                ("EXTRA", extra.into()),
             ],
         );
         PeerLaunch {
@@ -251,6 +266,7 @@ mod tests {
         let peers = [
             Peer::Nginx,
             Peer::NginxAio,
+            Peer::NginxDirect,
             Peer::ApacheEvent,
             Peer::ApachePrefork(150),
             Peer::Lighttpd,
@@ -272,6 +288,11 @@ mod tests {
         let plain =
             directives(Peer::Nginx.render(Path::new("/w"), Path::new("/d"), 1, false).config);
         assert!(!plain.contains("aio threads") && !plain.contains("user root"));
+        assert!(!aio.contains("directio") && !plain.contains("directio"));
+        let direct =
+            directives(Peer::NginxDirect.render(Path::new("/w"), Path::new("/d"), 1, false).config);
+        assert!(direct.contains("aio threads;") && direct.contains("thread_pool default"));
+        assert!(direct.contains("directio 8m;") && direct.contains("output_buffers 1 1m;"));
         let prefork =
             Peer::ApachePrefork(300).render(Path::new("/w"), Path::new("/d"), 1, true).config;
         assert!(

@@ -53,6 +53,7 @@ const KNOWN: &[(&str, &str, Marker)] = &[
     ("uring", "#17becf", Marker::Cross),
     ("nginx", "#d62728", Marker::Square),
     ("nginx-aio", "#e377c2", Marker::Square),
+    ("nginx-direct", "#f7b6d2", Marker::Circle),
     ("apache-event", "#7f7f7f", Marker::Diamond),
     ("apache-prefork-150", "#525252", Marker::Triangle),
     ("apache-prefork-300", "#a6a6a6", Marker::TriangleDown),

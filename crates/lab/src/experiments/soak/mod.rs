@@ -156,7 +156,7 @@ fn reload_signal(spec: &ServerSpec) -> (Option<rustix::process::Signal>, Signals
             "SIGHUP",
             "reload: re-read the configuration, re-open the logs (mp: forwarded to every worker)",
         ),
-        ServerKind::Peer(Peer::Nginx | Peer::NginxAio) => (
+        ServerKind::Peer(Peer::Nginx | Peer::NginxAio | Peer::NginxDirect) => (
             Some(Signal::HUP),
             "SIGHUP",
             "reload: new workers start, the old ones finish their connections",
