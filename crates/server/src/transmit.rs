@@ -413,8 +413,7 @@ impl Outgoing {
         // below `pos`, so that the read is one disk request.
         if let Some(held) = direct.then(|| crate::copy_budget::reserve(DIRECT_FILL)).flatten() {
             self.held = Some(held);
-            let fits = DIRECT_FILL - pos % amped_sys::direct::ALIGN;
-            let len = self.fill.take(remaining, DIRECT_FILL).min(fits);
+            let len = self.fill.take(remaining, DIRECT_FILL).min(amped_sys::direct::room_from(pos));
             return Job::Copy { reading, offset: pos, len, since, continues, direct: true };
         }
         // A pipe when the bytes may go to the socket without a copy and one can be had; else

@@ -180,10 +180,45 @@ pub fn reopen_direct(file: &File) -> io::Result<File> {
     open_direct(Path::new(&path))
 }
 
+/// The aligned read that brings `len` bytes of a file from `offset` into one huge page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// The file offset the read starts at (aligned).
+    pub start: u64,
+    /// Where the wanted bytes begin in the page.
+    pub skip: usize,
+    /// Bytes to read (whole blocks, at most [`HUGE`]).
+    pub want: usize,
+}
+
+impl Span {
+    /// The span for `len` bytes from `offset` (fewer if they do not fit: see [`room_from`]).
+    pub fn of(offset: u64, len: u64) -> Span {
+        let skip = offset % ALIGN;
+        let want = (skip + len).next_multiple_of(ALIGN).min(HUGE as u64);
+        Span { start: offset - skip, skip: skip as usize, want: want as usize }
+    }
+}
+
+/// Bytes from `offset` on that one huge page read from the aligned offset below holds.
+pub fn room_from(offset: u64) -> u64 {
+    HUGE as u64 - offset % ALIGN
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn a_span_starts_aligned_below_and_never_passes_a_huge_page() {
+        let s = Span::of(ALIGN + 10, 100);
+        assert_eq!(s, Span { start: ALIGN, skip: 10, want: ALIGN as usize });
+        let full = Span::of(ALIGN + 10, room_from(ALIGN + 10));
+        assert_eq!((full.start, full.want), (ALIGN, HUGE));
+        assert_eq!(full.want - full.skip, room_from(ALIGN + 10) as usize);
+        assert_eq!(Span::of(0, 10 * HUGE as u64).want, HUGE, "one huge page at most");
+    }
 
     #[test]
     fn pages_are_lent_up_to_the_limit_and_come_back_when_dropped() {

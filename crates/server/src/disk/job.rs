@@ -341,13 +341,12 @@ fn copy_in(file: &File, offset: u64, len: u64) -> io::Result<Vec<u8>> {
 /// direct reads (a file system without them) or the direct read fails, the bytes are read
 /// through the page cache instead.
 fn copy_in_direct(entry: &FileEntry, offset: u64, len: u64) -> io::Result<Copied> {
-    use amped_sys::direct::{ALIGN, HUGE};
+    use amped_sys::direct::{ALIGN, Span};
     let through_cache = || copy_in(&entry.file, offset, len).map(Copied::heap);
     let Some(direct) = entry.direct_file() else {
         return through_cache();
     };
-    let skip = (offset % ALIGN) as usize;
-    let want = (skip as u64 + len).next_multiple_of(ALIGN).min(HUGE as u64) as usize;
+    let Span { start, skip, want } = Span::of(offset, len);
     let mut store = match crate::huge_pool::lend() {
         Some(page) => Store::Huge(page),
         None => Store::Heap(vec![0u8; want + ALIGN as usize]),
@@ -362,11 +361,7 @@ fn copy_in_direct(entry: &FileEntry, offset: u64, len: u64) -> io::Result<Copied
     let target = &mut bytes[base..base + want];
     let mut got = 0;
     while got < want {
-        match amped_sys::files::read_at(
-            direct,
-            &mut target[got..],
-            offset - skip as u64 + got as u64,
-        ) {
+        match amped_sys::files::read_at(direct, &mut target[got..], start + got as u64) {
             Ok(n) => {
                 got += n;
                 if n == 0 || !(n as u64).is_multiple_of(ALIGN) {

@@ -793,11 +793,9 @@ fn read_direct(
     max: usize,
     out: &mut Sending,
 ) -> Option<OpId> {
-    use amped_sys::direct::{ALIGN, HUGE};
     let fd = file.direct_file()?;
     let page = crate::huge_pool::lend()?;
-    let skip = offset % ALIGN;
-    let want = (skip + max as u64).next_multiple_of(ALIGN).min(HUGE as u64) as usize;
+    let span = amped_sys::direct::Span::of(offset, max as u64);
     out.direct_read = Some((offset, max));
-    Some(ring.read_page(token, fd.as_fd(), page, offset - skip, want))
+    Some(ring.read_page(token, fd.as_fd(), page, span.start, span.want))
 }

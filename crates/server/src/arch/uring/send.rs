@@ -137,9 +137,8 @@ impl Sending {
     /// [`Sending::cold_read_len`], at most what one huge page holds from the aligned offset
     /// below `offset` (so that the read is one disk request).
     pub fn direct_read_len(&mut self, offset: u64) -> usize {
-        use amped_sys::direct::{ALIGN, HUGE};
-        let fits = HUGE as u64 - offset % ALIGN;
-        self.fill.take(self.body_rest(offset), HUGE as u64).min(fits) as usize
+        use amped_sys::direct::{HUGE, room_from};
+        self.fill.take(self.body_rest(offset), HUGE as u64).min(room_from(offset)) as usize
     }
 
     /// The direct read asked for at `offset` for `len` bytes moved `n` bytes into `page` from
@@ -150,7 +149,7 @@ impl Sending {
             self.plan.end_early();
             return;
         };
-        let skip = (offset % amped_sys::direct::ALIGN) as usize;
+        let skip = amped_sys::direct::Span::of(offset, len as u64).skip;
         let end = n.min(skip + len);
         g.body_range = if end <= skip {
             self.plan.end_early();
