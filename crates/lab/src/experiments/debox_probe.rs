@@ -138,10 +138,9 @@ impl Blocking {
 /// `spec` as amplab runs it to profile it: amped gets `--debox` and amplab's stats path
 /// (peers are returned as they are).
 pub fn profiled(spec: &ServerSpec) -> ServerSpec {
-    let mut spec = spec.clone();
+    let mut spec = super::counters_probe::with_stats_path(spec);
     if let ServerKind::Amped { options, .. } = &mut spec.kind {
-        options.retain(|(name, _)| name != "stats-path" && name != "debox");
-        options.push(("stats-path".into(), Some(super::stage_sampler::STATS_PATH.into())));
+        options.retain(|(name, _)| name != "debox");
         options.push(("debox".into(), None));
     }
     spec

@@ -112,6 +112,10 @@ pub struct DiskCell {
     /// amped: who blocked where while measured (its DeBox profile's difference).
     #[serde(default)]
     pub debox: Option<super::debox_probe::Blocking>,
+    /// amped: what its own counters (`--stats-path`) moved while measured — cold chunks by
+    /// path, residency misses, page yields (`super::counters_probe`).
+    #[serde(default)]
+    pub counters: Option<std::collections::BTreeMap<String, u64>>,
     /// Every server: its threads read from /proc while measured; a peer also gets a `perf
     /// trace` slice after the measured phase (docs/DEBOX.md §6).
     #[serde(default)]
@@ -232,6 +236,7 @@ impl DiskCell {
             slowdisk: None,
             windows: Vec::new(),
             debox: None,
+            counters: None,
             outside: None,
             raw: Value::Null,
         }
@@ -708,7 +713,11 @@ pub fn run_one(
     started: &mut dyn FnMut(&RunningServer),
 ) -> DiskCell {
     let mut cell = DiskCell::new(&spec.label, &emu.name);
-    let spec = &if lab.profile { super::debox_probe::profiled(spec) } else { spec.clone() };
+    let spec = &if lab.profile {
+        super::debox_probe::profiled(spec)
+    } else {
+        super::counters_probe::with_stats_path(spec)
+    };
     let session = match Session::open(lab, emu, spec, root, probe, tag) {
         Ok(s) => s,
         Err(e) => return cell.failed(e),
@@ -722,6 +731,7 @@ pub fn run_one(
     let port = session.server.port;
     let profile_before =
         super::debox_probe::is_profiled(spec).then(|| super::debox_probe::fetch(port)).flatten();
+    let counters_before = super::counters_probe::fetch(spec, port);
     let mut watch = lab.profile.then(|| outside_profile::Watch::begin(spec, &session.server));
     let phase = session.ampload(load, &load.measure_urls, load.duration_s);
     let after = session.mark();
@@ -729,6 +739,9 @@ pub fn run_one(
         w.end_measured(load_result(&phase));
     }
     cell.debox = profile_before.and_then(|b| super::debox_probe::fetch(port).map(|a| a.since(&b)));
+    cell.counters = counters_before.and_then(|b| {
+        super::counters_probe::fetch(spec, port).map(|a| super::counters_probe::since(&a, &b))
+    });
     cell.error = phase.failure();
     cell.measured_s = phase.secs;
     cell.timeouts = phase.timeouts;

@@ -3,6 +3,7 @@
 
 pub mod all;
 pub mod capacity;
+pub mod counters_probe;
 pub mod debox_probe;
 pub mod delay_acct;
 pub mod disk_bound;
