@@ -3,6 +3,10 @@
 //! memory, which the kernel cannot reclaim as it can the page cache: a thousand slow clients
 //! each holding a megabyte would be a gigabyte, and in a memory cgroup the OOM killer. A trip
 //! that does not fit takes a path that holds no buffer (a pipe fill or a read-ahead) instead.
+//! A read through the page cache takes its share when it is queued (TLS has no pipe to fall
+//! back on later); a direct read when it starts, on the helper, so that trips waiting in the
+//! lane hold nothing. The share travels with the bytes ([`crate::disk::Copied`]) and goes
+//! back when they are sent.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -36,12 +40,21 @@ impl Drop for Held {
     }
 }
 
+/// Held by the unit tests whose trips need the budget free, or that fill it: the budget is
+/// the process's, and tests run in parallel.
+#[cfg(test)]
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn shares_are_refused_past_the_limit_and_given_back_when_dropped() {
+        let _alone = exclusive();
         // Other tests in this process may hold shares: measure against what is free now.
         let a = reserve(LIMIT / 2).expect("half the budget is free");
         assert!(reserve(LIMIT).is_none(), "never more than the limit");

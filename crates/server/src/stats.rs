@@ -79,6 +79,10 @@ counters! {
     /// Cold chunks read around the page cache into a huge page (`--direct-io-above`): copy
     /// fills of helpers, and io_uring's own direct reads.
     direct_reads,
+    /// Cold chunks to be read around the page cache that took a pipe instead: when the read
+    /// was to start, the copy budget or the huge pages were held by other trips (read and
+    /// not yet sent).
+    direct_budget_full,
     /// Large files whose pages were dropped after sending, under memory pressure.
     page_yields,
     /// Times accepting was paused (connection cap or descriptor exhaustion).

@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 /// Largest body chunk tested for residency and sent in one `sendfile` call.
 const CHUNK: u64 = 512 << 10;
 
-/// What a pipe asks to hold (`fs.pipe-max-size` is 1 MiB by default): the largest fill.
-const PIPE_BYTES: usize = 1 << 20;
+/// What a pipe asks to hold: the largest fill.
+const PIPE_BYTES: usize = amped_sys::pipe::WANT;
 
 /// The buffer of the read + write path (`--no-zero-copy`, TLS): bytes read and sent per step.
 const COPY_BYTES: usize = 64 << 10;
@@ -92,9 +92,6 @@ pub struct Outgoing {
     /// The buffer holding the next bytes of the body (a copy fill), once a chunk was cold, and
     /// how much of it was sent.
     copied: Option<(Copied, usize)>,
-    /// The share of the copy budget ([`crate::copy_budget`]) the buffer's trip holds until
-    /// its bytes are sent.
-    held: Option<crate::copy_budget::Held>,
     /// A fill that failed: the next send reports it.
     failed: Option<io::Error>,
     /// When sending began (the read lane's order).
@@ -113,7 +110,6 @@ impl Outgoing {
             resp,
             pipe: None,
             copied: None,
-            held: None,
             failed: None,
             since: Instant::now(),
             fill: FillSize::default(),
@@ -259,9 +255,9 @@ impl Outgoing {
             let n = wire.send(&bytes[*sent..], more).map_err(Stop::from)?;
             *sent += n;
             if *sent == bytes.len() {
-                // Sent: the memory goes back now, not when the next trip begins.
+                // Sent: the memory (and its share of the copy budget) goes back now, not when
+                // the next trip begins.
                 self.copied = None;
-                self.held = None;
             }
             self.sent("send", n, t0);
             return self.body_moved(n, p);
@@ -290,10 +286,13 @@ impl Outgoing {
         // Untested pages after a cold chunk go to a job without a test (below); pages known
         // before the socket made the loop wait are tested again, even then: they were read in
         // completely, so the test can only find them reclaimed, never still being read.
+        let untested = opts.residency_test && self.met_disk && in_memory == InMemory::Untested;
+        if untested {
+            report_if_cold(&file, pos, chunk, p);
+        }
         let (kind, n) = if opts.residency_test
             && in_memory != InMemory::Known
-            && ((self.met_disk && in_memory == InMemory::Untested)
-                || !self.test_residency(&file, pos, chunk, p))
+            && (untested || !self.test_residency(&file, pos, chunk, p))
         {
             // Once a chunk was cold, the rest of the body goes through jobs as well: the
             // kernel's read-ahead started by that job puts the following pages in the page
@@ -408,13 +407,21 @@ impl Outgoing {
             let len = remaining.min(CHUNK);
             return Job::ReadAhead { reading, offset: pos, len, since, continues };
         }
-        // Around the page cache, if the budget has room for a huge page's worth (else a
-        // pipe, as any other file): at most what fits one huge page from the aligned offset
-        // below `pos`, so that the read is one disk request.
-        if let Some(held) = direct.then(|| crate::copy_budget::reserve(DIRECT_FILL)).flatten() {
-            self.held = Some(held);
+        // Around the page cache: at most what fits one huge page from the aligned offset
+        // below `pos`, so that the read is one disk request. The trip takes its page and its
+        // share of the copy budget when its read starts, on the helper (a pipe fill if there
+        // are none then), so trips waiting in the lane hold no memory.
+        if direct {
             let len = self.fill.take(remaining, DIRECT_FILL).min(amped_sys::direct::room_from(pos));
-            return Job::Copy { reading, offset: pos, len, since, continues, direct: true };
+            return Job::Copy {
+                reading,
+                offset: pos,
+                len,
+                since,
+                continues,
+                direct: true,
+                held: None,
+            };
         }
         // A pipe when the bytes may go to the socket without a copy and one can be had; else
         // (`--no-zero-copy`, TLS, no descriptor for a pipe) the bytes are copied anyway, so the
@@ -429,10 +436,15 @@ impl Outgoing {
         }
         let len = self.fill.take(remaining, COPY_FILL);
         match crate::copy_budget::reserve(len) {
-            Some(held) => {
-                self.held = Some(held);
-                Job::Copy { reading, offset: pos, len, since, continues, direct: false }
-            }
+            Some(held) => Job::Copy {
+                reading,
+                offset: pos,
+                len,
+                since,
+                continues,
+                direct: false,
+                held: Some(held),
+            },
             // No memory for a buffer: Flash's read-ahead, sent with a small copy per step.
             None => {
                 Job::ReadAhead { reading, offset: pos, len: remaining.min(CHUNK), since, continues }
@@ -446,6 +458,22 @@ impl Drop for Outgoing {
         if let Some(pipe) = self.pipe.take() {
             give_back(pipe);
         }
+    }
+}
+
+/// For a chunk that goes to a job untested (its body met the disk): the residency test all
+/// the same where a miss of this file is evidence for the page policy, a miss counted and
+/// reported as any other. The test decides nothing here (pages under read look resident); it
+/// keeps the policy's evidence what io_uring, which tests every cold read, sees. Without it a
+/// transfer of a smaller file that met the disk reported its first chunk and then nothing, and
+/// large files' chunks went through the page cache for want of "pressure" while smaller ones
+/// were being read from the disk all along (docs/BENCHMARKS.md §3b, session 20).
+fn report_if_cold(file: &crate::cache::FileEntry, pos: u64, chunk: u64, p: &Pipeline) {
+    if p.miss_is_evidence(file)
+        && !file.being_read()
+        && matches!(residency::is_resident(&file.file, pos, chunk), Ok(false))
+    {
+        p.chunk_not_resident(file);
     }
 }
 

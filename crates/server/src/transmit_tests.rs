@@ -221,6 +221,49 @@ fn a_cold_large_body_fills_grow_and_every_later_chunk_takes_a_job() {
     }
 }
 
+/// After its first cold chunk a body's later chunks go to jobs whatever the residency test says
+/// (pages under read look resident) — but the test still runs for the page policy: each chunk
+/// found cold is a residency miss, counted and evidence of memory pressure, as each of
+/// io_uring's cold reads is. Here the file's pages are dropped after every job, so every
+/// chunk is cold; the body still arrives whole (the pipe holds what the job read).
+#[test]
+fn chunks_sent_untested_still_report_their_misses() {
+    let b = Bench::new();
+    let len = 3 << 20;
+    let (file, bytes) = b.file("untested-misses.bin", len);
+    assert!(b.pipeline.miss_is_evidence(&file), "3 MiB is below the direct-read threshold");
+    amped_sys::residency::evict(&file.file).unwrap();
+    let mut out = Outgoing::new(response(
+        HEAD,
+        Body::File { file: file.clone(), offset: 0, len: len as u64 },
+    ));
+    let (server, mut client) = socket_pair();
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 256 << 10];
+    let mut jobs = 0;
+    for _ in 0..10_000 {
+        match out.send(&server, opts(ReadPath::Pipe), &b.pipeline) {
+            SendOutcome::Done => break,
+            SendOutcome::NotResident(job) => {
+                jobs += 1;
+                out.resume(b.pipeline.run_job(job));
+                amped_sys::residency::evict(&file.file).unwrap();
+            }
+            SendOutcome::WouldBlock | SendOutcome::Progress => {}
+            SendOutcome::Failed(e) => panic!("{e}"),
+        }
+        while let Ok(n) = client.read(&mut buf) {
+            got.extend_from_slice(&buf[..n]);
+        }
+    }
+    while let Ok(n) = client.read(&mut buf) {
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert!(got == with_head(HEAD, &bytes), "the body differs");
+    assert!(jobs >= 4, "128 KiB growing to 1 MiB over 3 MiB: {jobs} jobs");
+    assert_eq!(b.counter("residency_misses"), jobs, "every cold chunk is a miss: {:?}", b.stats);
+}
+
 #[test]
 fn a_range_of_a_cold_file_is_read_from_its_offset() {
     let b = Bench::new();
@@ -260,6 +303,7 @@ fn the_read_ahead_path_asks_for_chunks_and_sends_them_with_sendfile() {
 /// and over a wire without it (as TLS sends).
 #[test]
 fn the_copy_path_reads_growing_trips_into_a_buffer_and_sends_them() {
+    let _budget = crate::copy_budget::exclusive();
     for zero_copy in [true, false] {
         let b = Bench::new();
         let len = 3 << 20;
@@ -294,6 +338,7 @@ fn the_copy_path_reads_growing_trips_into_a_buffer_and_sends_them() {
 /// or off a block device (the bench's folder may be on overlayfs or tmpfs), the pipe.
 #[test]
 fn direct_reads_take_large_cold_files_in_growing_trips_under_pressure() {
+    let _budget = crate::copy_budget::exclusive();
     let b = Bench::with(Args { direct_io_above: Some(1 << 20), ..Default::default() });
     let len = 9 << 20;
     let (file, bytes) = b.file("direct.bin", len);
@@ -335,6 +380,49 @@ fn direct_reads_take_large_cold_files_in_growing_trips_under_pressure() {
         assert_eq!(&lens[..6], &[128 << 10, 256 << 10, 512 << 10, 1 << 20, full, 2 << 20]);
         assert_eq!(lens.iter().sum::<u64>(), (len - from) as u64, "the trips cover the body");
     }
+}
+
+/// A direct trip takes its huge page and its share of the copy budget when its read starts,
+/// not when it is queued (trips waiting in the lane hold no memory). With the budget held by
+/// other trips at that moment it becomes a pipe fill — counted in `direct_budget_full` — and
+/// the bytes arrive all the same; with the budget free again, direct reads.
+#[test]
+fn a_direct_trip_that_finds_the_budget_full_takes_a_pipe() {
+    let _budget = crate::copy_budget::exclusive();
+    let b = Bench::with(Args { direct_io_above: Some(1 << 20), ..Default::default() });
+    let len = 3 << 20;
+    let (file, bytes) = b.file("budget.bin", len);
+    if !amped_sys::direct::on_block_device(file.dev) {
+        return; // no direct reads here (see the test above)
+    }
+    let (small, _) = b.file("small.bin", 500_000);
+    let send = |evict_first: bool| {
+        // The smaller file's miss is the evidence of pressure.
+        amped_sys::residency::evict(&small.file).unwrap();
+        let body = Body::File { file: small.clone(), offset: 0, len: 500_000 };
+        drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), &b.pipeline);
+        if evict_first {
+            amped_sys::residency::evict(&file.file).unwrap();
+        }
+        let body = Body::File { file: file.clone(), offset: 0, len: len as u64 };
+        drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), &b.pipeline)
+    };
+    let mut others = Vec::new();
+    while let Some(share) = crate::copy_budget::reserve(amped_sys::direct::HUGE as u64) {
+        others.push(share);
+    }
+    let (got, asked, err) = send(true);
+    assert!(err.is_none(), "{err:?}");
+    assert!(got == with_head(HEAD, &bytes), "the body differs");
+    assert!(asked.iter().all(|a| matches!(a, Asked::Direct(..))), "queued as direct: {asked:?}");
+    let trips = asked.len() as u64;
+    assert_eq!(b.counter("direct_budget_full"), trips, "{:?}", b.stats);
+    assert_eq!(b.counter("direct_reads"), 0, "{:?}", b.stats);
+    drop(others);
+    let (got, asked, _) = send(true);
+    assert!(got == with_head(HEAD, &bytes), "the body differs");
+    assert_eq!(b.counter("direct_reads"), asked.len() as u64, "{:?}", b.stats);
+    assert_eq!(b.counter("direct_budget_full"), trips, "no pipe once the budget is free");
 }
 
 #[test]

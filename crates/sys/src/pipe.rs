@@ -13,6 +13,10 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 
+/// What a page pipe asks to hold: `fs.pipe-max-size`'s default, 1 MiB (the most an
+/// unprivileged process may ask for unless the administrator raised it).
+pub const WANT: usize = 1 << 20;
+
 /// A non-blocking pipe and how many bytes it holds.
 #[derive(Debug)]
 pub struct PagePipe {

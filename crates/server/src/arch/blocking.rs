@@ -531,7 +531,7 @@ impl Blocking<'_> {
                 SendOutcome::Progress => {} // pool: others are looked for before the next call
                 SendOutcome::NotResident(job) => {
                     // Only with the residency test on (it is off here); the read-ahead runs inline.
-                    p.count_cold_chunk(&job);
+                    p.count_cold_chunk();
                     s.out.resume(p.run_job_inline(job));
                 }
                 SendOutcome::Failed(_) => {

@@ -257,7 +257,7 @@ impl<R: JobRunner> EventLoop<R> {
                     }
                     SendOutcome::Progress => continue, // not asked for here
                     SendOutcome::NotResident(job) => {
-                        pipeline.count_cold_chunk(&job);
+                        pipeline.count_cold_chunk();
                         match self.runner.submit(token, job) {
                             Some(done) => {
                                 self.conns[key].out.as_mut().unwrap().resume(done);

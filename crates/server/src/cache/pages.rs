@@ -138,6 +138,13 @@ impl PagePolicy {
         self.yield_above > 0 || self.direct_above > 0
     }
 
+    /// Whether a miss of a file of `size` bytes is evidence the policy uses: the file is small
+    /// enough for its miss to mean pressure (at most `--page-yield-above`, or below
+    /// `--direct-io-above`).
+    pub fn miss_is_evidence(&self, size: u64) -> bool {
+        (self.yield_above > 0 && size <= self.yield_above) || size < self.direct_above
+    }
+
     /// Whether a cold chunk of `file` is to be read around the page cache now: it is at least
     /// `--direct-io-above`, on a block device, and a smaller file was found cold within the
     /// last second.

@@ -13,6 +13,7 @@ use super::translate::{TranslateRequest, Translation, translate};
 use crate::cache::file::ReadInFlight;
 use crate::cache::{FileEntry, PagePolicy};
 use crate::config::Config;
+use crate::copy_budget::Held;
 use amped_sys::direct::Lent;
 use amped_sys::pipe::PagePipe;
 use std::fs::File;
@@ -77,8 +78,14 @@ pub enum Job {
         since: Instant,
         /// Part of the body was sent already: a transfer under way, not a new request.
         continues: bool,
-        /// Read around the page cache (`--direct-io-above`), where the file system allows.
+        /// Read around the page cache (`--direct-io-above`), where the file system allows:
+        /// into a huge page with a share of the copy budget taken when the read starts, or,
+        /// with none to be had then, into a pipe ([`JobDone::Filled`]) as a [`Job::Fill`].
         direct: bool,
+        /// The share of the copy budget ([`crate::copy_budget`]) the buffer holds until its
+        /// bytes are sent: taken when the job was queued (a read through the page cache), or
+        /// none yet (a direct read takes it when it starts).
+        held: Option<Held>,
     },
 }
 
@@ -88,6 +95,8 @@ pub struct Copied {
     store: Store,
     /// Where in `store` the bytes are.
     range: std::ops::Range<usize>,
+    /// The share of the copy budget the bytes hold, given back when they are dropped.
+    _held: Option<Held>,
 }
 
 /// The memory of a [`Copied`].
@@ -102,7 +111,17 @@ enum Store {
 impl Copied {
     /// Bytes read into a buffer of their own.
     pub fn heap(buf: Vec<u8>) -> Copied {
-        Copied { range: 0..buf.len(), store: Store::Heap(buf) }
+        Copied { range: 0..buf.len(), store: Store::Heap(buf), _held: None }
+    }
+
+    /// The same bytes, holding `held` until they are dropped.
+    fn holding(self, held: Option<Held>) -> Copied {
+        Copied { _held: held, ..self }
+    }
+
+    /// Whether the bytes came from a direct read into a lent huge page.
+    pub fn in_huge_page(&self) -> bool {
+        matches!(self.store, Store::Huge(_))
     }
 
     /// The bytes.
@@ -229,15 +248,30 @@ impl Job {
                 let moved = pipe.fill(file, offset, len as usize);
                 JobDone::Filled(pipe, moved)
             }
-            Job::Copy { reading, offset, len, direct: true, .. } => {
-                JobDone::Copied(copy_in_direct(reading.file(), offset, len))
+            Job::Copy { reading, offset, len, since, continues, direct: true, .. } => {
+                let share = crate::copy_budget::reserve(amped_sys::direct::HUGE as u64);
+                match share.and_then(|held| crate::huge_pool::lend().map(|page| (held, page))) {
+                    Some((held, page)) => JobDone::Copied(
+                        copy_in_direct(reading.file(), offset, len, page)
+                            .map(|c| c.holding(Some(held))),
+                    ),
+                    // The budget or the pages are held by other trips: through a pipe, as a
+                    // file below the threshold (the pages of it are read again next time).
+                    None => match PagePipe::new(amped_sys::pipe::WANT) {
+                        Ok(pipe) => Job::Fill { reading, offset, len, pipe, since, continues }
+                            .run(cfg, pages),
+                        Err(_) => JobDone::Copied(
+                            copy_in(&reading.file().file, offset, len).map(Copied::heap),
+                        ),
+                    },
+                }
             }
-            Job::Copy { reading, offset, len, since, .. } => {
+            Job::Copy { reading, offset, len, since, held, .. } => {
                 let file = &reading.file().file;
                 let pieces =
                     ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, since.elapsed());
                 ask_ahead::advise(file, ask_ahead::range(offset, offset + len, pieces, 0));
-                JobDone::Copied(copy_in(file, offset, len).map(Copied::heap))
+                JobDone::Copied(copy_in(file, offset, len).map(|b| Copied::heap(b).holding(held)))
             }
         }
     }
@@ -335,30 +369,18 @@ fn copy_in(file: &File, offset: u64, len: u64) -> io::Result<Vec<u8>> {
 }
 
 /// [`copy_in`] around the page cache (`--direct-io-above`): one aligned direct read of the
-/// bytes from `offset` on that fit a huge page (at most `len`), into a page lent by
-/// [`crate::huge_pool`] — one disk request — or, when none is free, into an aligned buffer of
-/// their own (a request per 1 MiB of ordinary pages). Where the file cannot be opened for
-/// direct reads (a file system without them) or the direct read fails, the bytes are read
-/// through the page cache instead.
-fn copy_in_direct(entry: &FileEntry, offset: u64, len: u64) -> io::Result<Copied> {
+/// bytes from `offset` on that fit a huge page (at most `len`), into `page` (lent by
+/// [`crate::huge_pool`]) — one disk request. Where the file cannot be opened for direct reads
+/// (a file system without them) or the direct read fails, the bytes are read through the page
+/// cache instead.
+fn copy_in_direct(entry: &FileEntry, offset: u64, len: u64, mut page: Lent) -> io::Result<Copied> {
     use amped_sys::direct::{ALIGN, Span};
     let through_cache = || copy_in(&entry.file, offset, len).map(Copied::heap);
     let Some(direct) = entry.direct_file() else {
         return through_cache();
     };
     let Span { start, skip, want } = Span::of(offset, len);
-    let mut store = match crate::huge_pool::lend() {
-        Some(page) => Store::Huge(page),
-        None => Store::Heap(vec![0u8; want + ALIGN as usize]),
-    };
-    let (bytes, base) = match &mut store {
-        Store::Huge(page) => (page.bytes_mut(), 0),
-        Store::Heap(buf) => {
-            let base = buf.as_ptr().align_offset(ALIGN as usize);
-            (&mut buf[..], base)
-        }
-    };
-    let target = &mut bytes[base..base + want];
+    let target = &mut page.bytes_mut()[..want];
     let mut got = 0;
     while got < want {
         match amped_sys::files::read_at(direct, &mut target[got..], start + got as u64) {
@@ -373,5 +395,5 @@ fn copy_in_direct(entry: &FileEntry, offset: u64, len: u64) -> io::Result<Copied
         }
     }
     let end = got.min(skip + len as usize).max(skip);
-    Ok(Copied { store, range: base + skip..base + end })
+    Ok(Copied { store: Store::Huge(page), range: skip..end, _held: None })
 }

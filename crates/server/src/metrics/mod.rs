@@ -147,6 +147,12 @@ pub fn render(stats: &Stats) -> String {
             stats.total_named("direct_reads"),
         ),
         (
+            "amped_direct_budget_full_total",
+            "counter",
+            "Cold body chunks to be read around the page cache that took a pipe: the copy budget was full.",
+            stats.total_named("direct_budget_full"),
+        ),
+        (
             "amped_resolves_coalesced_total",
             "counter",
             "Resolves that ran right after one of the same URL path instead of queueing again.",

@@ -91,6 +91,13 @@ impl Pipeline {
         self.caches.pages.note_miss(file.size);
     }
 
+    /// Whether a miss of `file` would tell the page policy anything (see
+    /// [`crate::cache::pages::PagePolicy::miss_is_evidence`]).
+    #[inline]
+    pub fn miss_is_evidence(&self, file: &FileEntry) -> bool {
+        self.caches.pages.miss_is_evidence(file.size)
+    }
+
     /// Whether a cold chunk of `file` is to be read around the page cache (the page policy,
     /// `--direct-io-above`).
     #[inline]

@@ -603,19 +603,10 @@ impl Pipeline {
         Step::Block(job)
     }
 
-    /// Counts a job for a cold body chunk (and whether it fills a pipe or a buffer).
-    pub fn count_cold_chunk(&self, job: &Job) {
+    /// Counts a job for a cold body chunk when it is submitted (the path it took is counted
+    /// when it has run: [`Pipeline::run_job`]).
+    pub fn count_cold_chunk(&self) {
         bump(self.stats.readahead_jobs());
-        match job {
-            Job::Fill { .. } => bump(self.stats.pipe_fills()),
-            Job::Copy { direct, .. } => {
-                bump(self.stats.copy_fills());
-                if *direct {
-                    bump(self.stats.direct_reads());
-                }
-            }
-            Job::Resolve { .. } | Job::ReadAhead { .. } => {}
-        }
     }
 
     /// Counts a cold chunk io_uring read around the page cache itself.
@@ -653,7 +644,26 @@ impl Pipeline {
 
     /// Runs a job on the calling thread (blocking).
     pub fn run_job(&self, job: Job) -> JobDone {
-        job.run(&self.cfg, &self.caches.pages)
+        let direct = matches!(job, Job::Copy { direct: true, .. });
+        let done = job.run(&self.cfg, &self.caches.pages);
+        // The path a cold chunk took, known only now: a direct trip finds its page when its
+        // read starts, or becomes a pipe fill.
+        match &done {
+            JobDone::Filled(..) => {
+                bump(self.stats.pipe_fills());
+                if direct {
+                    bump(self.stats.direct_budget_full());
+                }
+            }
+            JobDone::Copied(Ok(c)) => {
+                bump(self.stats.copy_fills());
+                if c.in_huge_page() {
+                    bump(self.stats.direct_reads());
+                }
+            }
+            _ => {}
+        }
+        done
     }
 }
 

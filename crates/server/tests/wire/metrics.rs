@@ -103,6 +103,7 @@ arch_tests! {
             "amped_residency_misses_total",
             "amped_being_read_waits_total",
             "amped_direct_reads_total",
+            "amped_direct_budget_full_total",
             "amped_loop_stalls_total",
             "amped_helper_queue_depth",
             "amped_metadata_helpers",

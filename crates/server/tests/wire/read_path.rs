@@ -78,7 +78,8 @@ fn amped_pipe_path_is_exact_under_eviction() {
 
 /// Once a chunk of a body was cold, the rest of it goes through fills too (growing from
 /// 128 KiB to 1 MiB), never through a `sendfile` of pages whose read may still be in flight:
-/// a 6 MiB cold file takes at least six fills.
+/// a 6 MiB cold file takes at least six fills. The later chunks are still tested, for the page
+/// policy's evidence only: each one found cold is a miss, never more misses than fills.
 #[test]
 fn a_body_that_met_the_disk_stays_on_fills() {
     let s = Server::start(&["--arch", "amped"], &["--stats-path", STATS], fill);
@@ -88,7 +89,8 @@ fn a_body_that_met_the_disk_stays_on_fills() {
     assert!(r.body == pseudo_random(LEN, 7));
     let st = stats(s.addr, STATS);
     assert!(counter(&st, "pipe_fills") >= 6, "{st}");
-    assert_eq!(counter(&st, "residency_misses"), 1, "only the first chunk is tested: {st}");
+    let misses = counter(&st, "residency_misses");
+    assert!((1..=counter(&st, "pipe_fills")).contains(&misses), "{st}");
 }
 
 /// `--read-path read-ahead`: Flash's way, no pipes; still exact.
