@@ -41,7 +41,7 @@ use amped_sys::residency;
 use amped_sys::uring::{Completion, Event, OpId, Ring};
 use disk_gate::{ColdRead, DiskGate};
 use open::{OpenStep, Opening};
-use send::{CHUNK, Next, Sending};
+use send::{CHUNK, DirectRead, Next, Sending};
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsFd, OwnedFd};
@@ -535,15 +535,13 @@ impl UringLoop {
                 self.finalize(key, Some(out)); // the peer went away: log what was sent, close
             }
             Event::ReadPage(r, page) => {
-                let (offset, len) = out.direct_read.take().unwrap_or_default();
+                let Some(DirectRead { file, offset, len }) = out.direct_read.take() else {
+                    return self.finalize(key, Some(out)); // (every page read is noted)
+                };
                 let Ok(n) = r else {
                     // A direct read failed: the same bytes through the page cache, in the
                     // same slot of the gate.
                     drop(page);
-                    let crate::pipeline::Body::File { file, .. } = &out.resp.body else {
-                        unreachable!("a direct read is of a file body")
-                    };
-                    let file = file.clone();
                     let buf = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
                     let token = self.conns.token(key);
                     let op = self.ring.read(token, file.file.as_fd(), buf, offset, len);
@@ -788,7 +786,7 @@ fn keep_spare(spare: &mut Vec<Vec<u8>>, buf: Vec<u8>) {
 fn read_direct(
     ring: &mut Ring,
     token: u64,
-    file: &crate::cache::FileEntry,
+    file: &Arc<crate::cache::FileEntry>,
     offset: u64,
     max: usize,
     out: &mut Sending,
@@ -796,6 +794,6 @@ fn read_direct(
     let fd = file.direct_file()?;
     let page = crate::huge_pool::lend()?;
     let span = amped_sys::direct::Span::of(offset, max as u64);
-    out.direct_read = Some((offset, max));
+    out.direct_read = Some(DirectRead { file: file.clone(), offset, len: max });
     Some(ring.read_page(token, fd.as_fd(), page, span.start, span.want))
 }

@@ -58,9 +58,18 @@ pub(super) struct Sending {
     /// The unsent bytes in hand (head, in-memory body or the chunk read); `None` while the
     /// ring holds them.
     gather: Option<Gather>,
-    /// The direct read in flight: its offset and the bytes asked for from there (the page is
-    /// read from the aligned offset below).
-    pub direct_read: Option<(u64, usize)>,
+    /// The direct read in flight, if one is.
+    pub direct_read: Option<DirectRead>,
+}
+
+/// A direct read in flight: of which file, from which offset, and the bytes asked for from
+/// there (the page is read from the aligned offset below) — what a read through the page cache
+/// needs to take its place if it fails.
+#[derive(Debug)]
+pub(super) struct DirectRead {
+    pub file: Arc<crate::cache::FileEntry>,
+    pub offset: u64,
+    pub len: usize,
 }
 
 impl Sending {
