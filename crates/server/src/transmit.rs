@@ -389,9 +389,10 @@ impl Outgoing {
     }
 
     /// The job that gets a cold chunk at `pos` on its way: a read-ahead of the chunk
-    /// (`--read-path read-ahead`), a direct read into the response's buffer (`direct`: the page
-    /// policy's choice, [`crate::cache::pages`]), a pipe fill (with zero copy, and a pipe to be had), else a read
-    /// into the response's buffer — each buffer only if it fits [`crate::copy_budget`], and a
+    /// (`--read-path read-ahead`), a direct read into a huge page (`direct`: the page policy's
+    /// choice, [`crate::cache::pages`]; page and budget share are taken by the helper, which
+    /// makes it a pipe fill if there are none), a pipe fill (with zero copy, and a pipe to be
+    /// had), else a read into the response's buffer if it fits [`crate::copy_budget`], and a
     /// read-ahead where nothing else can be had.
     fn cold_chunk_job(
         &mut self,

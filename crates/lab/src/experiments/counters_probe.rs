@@ -6,8 +6,6 @@
 
 use crate::servers::{ServerKind, ServerSpec};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 /// Where amplab asks amped for its counters (the staged sampler's path too).
@@ -33,19 +31,12 @@ pub fn fetch(spec: &ServerSpec, port: u16) -> Option<BTreeMap<String, u64>> {
     if !matches!(spec.kind, ServerKind::Amped { .. }) {
         return None;
     }
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(s, "GET {STATS_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).ok()?;
-    parse(&raw)
+    parse(&super::stats_get::get(port, STATS_PATH, Duration::from_secs(10))?)
 }
 
 /// The counters of a raw HTTP response carrying the stats JSON (its numeric top-level keys).
 pub fn parse(raw: &[u8]) -> Option<BTreeMap<String, u64>> {
-    let at = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let json: serde_json::Value = serde_json::from_slice(&raw[at + 4..]).ok()?;
+    let json = super::stats_get::json_body(raw)?;
     let counters: BTreeMap<String, u64> =
         json.as_object()?.iter().filter_map(|(k, v)| v.as_u64().map(|n| (k.clone(), n))).collect();
     (!counters.is_empty()).then_some(counters)

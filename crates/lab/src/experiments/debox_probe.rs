@@ -8,8 +8,6 @@
 use crate::servers::{ServerKind, ServerSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 /// Where amplab asks amped for its profile.
@@ -153,15 +151,8 @@ pub fn is_profiled(spec: &ServerSpec) -> bool {
 
 /// The server's profile now; `None` if it did not answer in time.
 pub fn fetch(port: u16) -> Option<Blocking> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(s, "GET {PROFILE_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).ok()?;
-    let at = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let json: serde_json::Value = serde_json::from_slice(&raw[at + 4..]).ok()?;
+    let raw = super::stats_get::get(port, PROFILE_PATH, Duration::from_secs(10))?;
+    let json = super::stats_get::json_body(&raw)?;
     json["debox"].as_bool().filter(|on| *on).map(|_| Blocking::from_profile(&json))
 }
 

@@ -16,6 +16,7 @@ pub mod rebuild;
 pub mod single_file;
 pub mod soak;
 pub mod stage_sampler;
+pub mod stats_get;
 pub mod trace;
 pub mod who_blocked;
 

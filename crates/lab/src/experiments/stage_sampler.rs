@@ -3,8 +3,6 @@
 //! on a thread of its own, so an experiment can draw the thread counts over time.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -62,19 +60,12 @@ impl StageSampler {
 
 /// One GET of the stats endpoint, parsed; `None` if the server did not answer in time.
 fn sample(port: u16, t_s: f64) -> Option<Sample> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {STATS_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).ok()?;
-    parse(&raw, t_s)
+    parse(&super::stats_get::get(port, STATS_PATH, Duration::from_secs(5))?, t_s)
 }
 
 /// A sample from a raw HTTP response carrying the stats JSON.
 pub fn parse(raw: &[u8], t_s: f64) -> Option<Sample> {
-    let at = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let json: serde_json::Value = serde_json::from_slice(&raw[at + 4..]).ok()?;
+    let json = super::stats_get::json_body(raw)?;
     let stages = json.get("stages")?.as_object()?;
     let gauge = |name: &str| -> BTreeMap<String, u64> {
         stages.iter().map(|(k, v)| (k.clone(), v[name].as_u64().unwrap_or(0))).collect()
