@@ -7,6 +7,15 @@
 //! queues (and pays the disk's positioning) fewer times. A body whose rest is at most twice
 //! [`FIRST_FILL`] goes in one trip: a second one would cost more than the bytes it saves
 //! waiting.
+//!
+//! A trip around the page cache (a direct read of a large file, `--direct-io-above`) does not
+//! grow: it reads all it may at once ([`FillSize::whole`]). Its read is one disk request of any
+//! size up to a huge page, and the disk's read-ahead does not make the small first trips large
+//! as it does through the page cache, so on a volume that caps requests per second the ramp
+//! cost three requests per file (128 + 256 + 512 KiB + 1 MiB for what one 2 MiB request
+//! brings): without it amped and sped moved 12–13 % more under the IOPS cap
+//! (docs/BENCHMARKS.md §3b, session 21). A file that large waits a little longer for its first
+//! byte — one 2 MiB read instead of one of 128 KiB — and nothing else does.
 
 /// What the first trip reads.
 pub const FIRST_FILL: u64 = 128 << 10;
@@ -36,6 +45,14 @@ impl FillSize {
         self.next = (u64::from(self.next) * 2).min(cap).min(u64::from(u32::MAX)) as u32;
         len
     }
+
+    /// The length of a trip that reads all it may at once: `remaining`, at most `cap`. The
+    /// trips after it (through the page cache, should the response go on that way) are as long
+    /// as the caller's cap allows.
+    pub fn whole(&mut self, remaining: u64, cap: u64) -> u64 {
+        self.next = u64::from(self.next).max(cap).min(u64::from(u32::MAX)) as u32;
+        remaining.min(cap)
+    }
 }
 
 #[cfg(test)]
@@ -52,5 +69,14 @@ mod tests {
         assert_eq!(f.take(256 * k, cap), 256 * k, "a rest of twice the first trip in one");
         assert_eq!(FillSize::default().take(300 * k, cap), 128 * k);
         assert_eq!(FillSize::default().take(200 * k, 64 * k), 64 * k, "never past the cap");
+    }
+
+    #[test]
+    fn a_whole_trip_reads_all_it_may_and_the_next_trips_do_not_start_small() {
+        let (k, m) = (1 << 10, 1 << 20);
+        let mut f = FillSize::default();
+        assert_eq!(f.whole(100 * m, 2 * m), 2 * m, "no ramp");
+        assert_eq!(f.whole(300 * k, 2 * m), 300 * k, "at most the rest");
+        assert_eq!(f.take(100 * m, m), m, "a later trip through the page cache is full size");
     }
 }

@@ -413,7 +413,8 @@ impl Outgoing {
         // share of the copy budget when its read starts, on the helper (a pipe fill if there
         // are none then), so trips waiting in the lane hold no memory.
         if direct {
-            let len = self.fill.take(remaining, DIRECT_FILL).min(amped_sys::direct::room_from(pos));
+            let len =
+                self.fill.whole(remaining, DIRECT_FILL).min(amped_sys::direct::room_from(pos));
             return Job::Copy {
                 reading,
                 offset: pos,

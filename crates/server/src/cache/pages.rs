@@ -142,7 +142,17 @@ impl PagePolicy {
     /// enough for its miss to mean pressure (at most `--page-yield-above`, or below
     /// `--direct-io-above`).
     pub fn miss_is_evidence(&self, size: u64) -> bool {
-        (self.yield_above > 0 && size <= self.yield_above) || size < self.direct_above
+        self.miss_means_yield(size) || self.miss_means_direct(size)
+    }
+
+    /// A miss of a file of `size` bytes puts large files under pressure to yield their pages.
+    fn miss_means_yield(&self, size: u64) -> bool {
+        self.yield_above > 0 && size <= self.yield_above
+    }
+
+    /// A miss of a file of `size` bytes has large files read around the page cache.
+    fn miss_means_direct(&self, size: u64) -> bool {
+        size < self.direct_above
     }
 
     /// Whether a cold chunk of `file` is to be read around the page cache now: it is at least
@@ -171,10 +181,10 @@ impl PagePolicy {
 
     fn note_miss_at(&self, size: u64, now: Instant) {
         let ms = now.saturating_duration_since(self.epoch).as_millis() as u64;
-        if self.yield_above > 0 && size <= self.yield_above {
+        if self.miss_means_yield(size) {
             self.last_small_miss.store(ms + 1, Ordering::Relaxed);
         }
-        if size < self.direct_above {
+        if self.miss_means_direct(size) {
             self.last_direct_miss.store(ms + 1, Ordering::Relaxed);
         }
     }
