@@ -82,7 +82,7 @@ pub struct Args {
     /// `O_DIRECT` into a huge page and written to the socket from it: up to 2 MiB per disk
     /// request, nothing read ahead, the page cache left to smaller files; 0 = never
     /// [default: a 32nd of the memory cgroup's limit, or of the machine's memory, at least
-    /// 8 MiB].
+    /// 2 MiB; 8 MiB where neither is known].
     #[arg(long, value_name = "BYTES")]
     pub direct_io_above: Option<u64>,
     /// The order in which the read lane serves chunks of transfers under way: `oldest` (the

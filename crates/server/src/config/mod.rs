@@ -270,19 +270,22 @@ pub enum ErrorLog {
     File(PathBuf),
 }
 
-/// `--direct-io-above`'s least default: files of 8 MiB and more (docs/BENCHMARKS.md §3b,
-/// session 17: 1 MiB and 8 MiB did the same on the heavy-tailed log with 128 MiB of memory; the
-/// larger leaves more files to the page cache).
-pub const DIRECT_IO_ABOVE: u64 = 8 << 20;
+/// `--direct-io-above`'s least default: one huge page (2 MiB), a direct trip's size. Below it
+/// a file would take one request around the page cache where the kernel reads it in one too.
+pub const DIRECT_IO_LEAST: u64 = amped_sys::direct::HUGE as u64;
+
+/// `--direct-io-above`'s default where the memory to cache files in is unknown.
+pub const DIRECT_IO_UNKNOWN_MEMORY: u64 = 8 << 20;
 
 /// `--direct-io-above`'s default with `memory` bytes to cache files in ([`memory::available`]):
-/// a 32nd of it, at least [`DIRECT_IO_ABOVE`]. With more memory, larger files stay cached
+/// a 32nd of it, at least [`DIRECT_IO_LEAST`]. With more memory, larger files stay cached
 /// until they are asked for again, and reading them around the cache would read them again
-/// each time: with 1 GiB, 32 MiB moved 1.03–1.24× what 8 MiB did on the heavy-tailed log under
-/// the IOPS cap, and 64 MiB less (docs/BENCHMARKS.md §3b, session 18). Unknown memory: the
-/// least.
+/// each time. On the heavy-tailed log under the IOPS cap (docs/BENCHMARKS.md §3b, session 21,
+/// direct trips a whole huge page from the first): with 128 MiB, 4 MiB moved 1.31–1.39× what
+/// 8 MiB did, 2 MiB and 1 MiB less than 4; with 1 GiB, 32 MiB moved 1.06–1.16× what 8 MiB did
+/// and 1.16–1.19× what 4 MiB did (session 18: 64 MiB less than 32).
 pub fn default_direct_io_above(memory: Option<u64>) -> u64 {
-    memory.map_or(DIRECT_IO_ABOVE, |m| (m / 32).max(DIRECT_IO_ABOVE))
+    memory.map_or(DIRECT_IO_UNKNOWN_MEMORY, |m| (m / 32).max(DIRECT_IO_LEAST))
 }
 
 /// Which of Flash's optimizations are on (each can be switched off to measure its impact).
@@ -981,9 +984,10 @@ mod tests {
     }
 
     #[test]
-    fn direct_reads_begin_at_a_32nd_of_memory_and_never_below_8_mib() {
+    fn direct_reads_begin_at_a_32nd_of_memory_and_never_below_a_huge_page() {
         let mib = 1 << 20;
-        assert_eq!(default_direct_io_above(Some(128 * mib)), 8 * mib);
+        assert_eq!(default_direct_io_above(Some(32 * mib)), 2 * mib);
+        assert_eq!(default_direct_io_above(Some(128 * mib)), 4 * mib);
         assert_eq!(default_direct_io_above(Some(256 * mib)), 8 * mib);
         assert_eq!(default_direct_io_above(Some(1024 * mib)), 32 * mib);
         assert_eq!(default_direct_io_above(None), 8 * mib, "memory unknown");
