@@ -281,8 +281,8 @@ pub const DIRECT_IO_UNKNOWN_MEMORY: u64 = 8 << 20;
 /// a 32nd of it, at least [`DIRECT_IO_LEAST`]. With more memory, larger files stay cached
 /// until they are asked for again, and reading them around the cache would read them again
 /// each time. On the heavy-tailed log under the IOPS cap (docs/BENCHMARKS.md §3b, session 21,
-/// direct trips a whole huge page from the first): with 128 MiB, 4 MiB moved 1.31–1.39× what
-/// 8 MiB did, 2 MiB and 1 MiB less than 4; with 1 GiB, 32 MiB moved 1.06–1.16× what 8 MiB did
+/// direct trips a whole huge page from the first): with 128 MiB, 4 MiB moved 1.29–1.39× what
+/// 8 MiB did, 2 MiB and 1 MiB less than 4; with 1 GiB, 32 MiB moved 1.05–1.10× what 8 MiB did
 /// and 1.16–1.19× what 4 MiB did (session 18: 64 MiB less than 32).
 pub fn default_direct_io_above(memory: Option<u64>) -> u64 {
     memory.map_or(DIRECT_IO_UNKNOWN_MEMORY, |m| (m / 32).max(DIRECT_IO_LEAST))
