@@ -335,4 +335,14 @@ mod tests {
         assert_eq!(small.cold_read_len(0), 200 * k, "a cold 200 KiB body in one read");
         assert_eq!(small.cold_read_len(150 * k as u64), 50 * k, "never past the body");
     }
+
+    #[test]
+    fn direct_reads_take_a_huge_page_from_the_first_and_never_cross_one() {
+        let (k, huge) = (1 << 10, amped_sys::direct::HUGE);
+        let mut big = Sending::new(file_response(100 << 20));
+        assert_eq!(big.direct_read_len(0), huge, "no growing trips around the page cache");
+        assert_eq!(big.direct_read_len(3), huge - 3, "ends where the next read is aligned");
+        let mut small = Sending::new(file_response(300 * k as u64));
+        assert_eq!(small.direct_read_len(0), 300 * k, "never past the body");
+    }
 }
