@@ -53,6 +53,14 @@ impl FillSize {
         self.next = u64::from(self.next).max(cap).min(u64::from(u32::MAX)) as u32;
         remaining.min(cap)
     }
+
+    /// The length of a direct trip at file offset `pos` with `remaining` bytes to read: all it
+    /// may at once, at most what one huge page holds from the aligned offset below `pos`, so
+    /// that the read is one disk request (AMPED's helpers and io_uring alike).
+    pub fn direct_trip(&mut self, remaining: u64, pos: u64) -> u64 {
+        use amped_sys::direct::{HUGE, room_from};
+        self.whole(remaining, HUGE as u64).min(room_from(pos))
+    }
 }
 
 #[cfg(test)]

@@ -44,10 +44,6 @@ const SPARE_PIPES: usize = 32;
 /// The largest read into a response's buffer (`--read-path copy`): as much as a pipe fill.
 const COPY_FILL: u64 = PIPE_BYTES as u64;
 
-/// The largest direct read into a response's buffer (`--direct-io-above`): one huge page, one
-/// disk request (4 MiB trips, two requests each, were no faster and held twice the memory).
-const DIRECT_FILL: u64 = amped_sys::direct::HUGE as u64;
-
 /// How bodies are sent.
 #[derive(Clone, Copy, Debug)]
 pub struct SendOptions {
@@ -413,8 +409,9 @@ impl Outgoing {
         // share of the copy budget when its read starts, on the helper (a pipe fill if there
         // are none then), so trips waiting in the lane hold no memory.
         if direct {
-            let len =
-                self.fill.whole(remaining, DIRECT_FILL).min(amped_sys::direct::room_from(pos));
+            // One huge page, one disk request (4 MiB trips, two requests each, were no faster
+            // and held twice the memory).
+            let len = self.fill.direct_trip(remaining, pos);
             return Job::Copy {
                 reading,
                 offset: pos,

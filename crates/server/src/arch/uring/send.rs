@@ -142,12 +142,9 @@ impl Sending {
         self.fill.take(remaining, MAX_COLD_READ) as usize
     }
 
-    /// How many bytes a direct read at `offset` takes: all it may at once (no growing trip by
-    /// trip, [`crate::fill_size`]), at most what one huge page holds from the aligned offset
-    /// below `offset` (so that the read is one disk request).
+    /// How many bytes a direct read at `offset` takes ([`FillSize::direct_trip`]).
     pub fn direct_read_len(&mut self, offset: u64) -> usize {
-        use amped_sys::direct::{HUGE, room_from};
-        self.fill.whole(self.body_rest(offset), HUGE as u64).min(room_from(offset)) as usize
+        self.fill.direct_trip(self.body_rest(offset), offset) as usize
     }
 
     /// The direct read asked for at `offset` for `len` bytes moved `n` bytes into `page` from
