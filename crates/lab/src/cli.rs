@@ -139,7 +139,8 @@ pub struct DiskArgs {
 
     /// blkio throttle: also cap the bytes read per second on the data's disk, MB/s (10^6
     /// bytes), as a cloud volume caps its bandwidth beside its operations (a request of any
-    /// size is one read to the reads/s cap; here its bytes count too). Default: no byte cap.
+    /// size is one read to the reads/s cap; here its bytes count too). Default: 60 under
+    /// --disk-emulation volume, no byte cap otherwise.
     #[arg(long, value_name = "MB_PER_S", value_parser = positive_mbps)]
     pub read_mbps: Option<f64>,
 
@@ -157,9 +158,10 @@ pub struct DiskArgs {
 
     /// Disk models to run, comma-separated; each is run and reported side by side: hdd (the
     /// FUSE latency disk: 5 ms + 40 MB/s, 1 arm), ssd (FUSE: 0.1 ms + 500 MB/s, 32 arms),
-    /// iops (the blkio throttle, --read-iops), none; fuse (FUSE with --seek-ms, --mbps,
-    /// --arms, --meta-ms) and blkio (= iops). Default: fuse as root with /dev/fuse, else blkio
-    /// as root, else none. The memory cgroup limit applies to every model but none.
+    /// iops (the blkio throttle, --read-iops), volume (the blkio throttle at --read-iops and
+    /// --read-mbps, 60 MB/s unless given), none; fuse (FUSE with --seek-ms, --mbps, --arms,
+    /// --meta-ms) and blkio (= iops). Default: fuse as root with /dev/fuse, else blkio as root,
+    /// else none. The memory cgroup limit applies to every model but none.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "MODELS")]
     pub disk_emulation: Option<Vec<DiskEmulationArg>>,
 
@@ -176,6 +178,11 @@ pub enum DiskEmulationArg {
     Ssd,
     /// An IOPS-capped volume: the blkio throttle at --read-iops.
     Iops,
+    /// A cloud block volume, which caps bytes as well as reads: the blkio throttle at
+    /// --read-iops and --read-mbps (60 MB/s unless given). `iops` alone counts a request of
+    /// any size as one read, so it rewards large requests more than a volume that counts a
+    /// large request as several or caps its bandwidth does.
+    Volume,
     /// The FUSE latency disk with --seek-ms, --mbps, --arms and --meta-ms.
     Fuse,
     /// The blkio throttle at --read-iops (the same as iops).
@@ -191,6 +198,7 @@ impl DiskEmulationArg {
             DiskEmulationArg::Hdd => "hdd",
             DiskEmulationArg::Ssd => "ssd",
             DiskEmulationArg::Iops => "iops",
+            DiskEmulationArg::Volume => "volume",
             DiskEmulationArg::Fuse => "fuse",
             DiskEmulationArg::Blkio => "blkio",
             DiskEmulationArg::None => "none",

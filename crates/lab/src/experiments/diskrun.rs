@@ -433,6 +433,22 @@ pub const SSD: Model = Model { seek_ms: 0.1, mbps: 500.0, meta_ms: 0.1, arms: 32
 /// The FUSE disk of the `hdd` model: 5 ms + 40 MB/s, one arm.
 pub const HDD: Model = Model { seek_ms: 5.0, mbps: 40.0, meta_ms: 5.0, arms: 1 };
 
+/// The `volume` model's byte cap where `--read-mbps` is not given, MB/s: with 300 reads/s it
+/// binds before the reads do for every server on the heavy-tailed log (~1 MB per read, so ~300
+/// MB/s by reads alone), as on a cloud volume whose bandwidth is the scarcer of its two limits
+/// (docs/BENCHMARKS.md §3b, session 22).
+pub const VOLUME_MBPS: f64 = 60.0;
+
+/// The byte cap of `model`, MB/s: `--read-mbps` where given (any blkio model), else
+/// [`VOLUME_MBPS`] for `volume` and none for the others.
+pub fn read_mbps(d: &DiskArgs, model: Option<DiskEmulationArg>) -> Option<f64> {
+    match (d.read_mbps, model) {
+        (Some(mbps), _) => Some(mbps),
+        (None, Some(DiskEmulationArg::Volume)) => Some(VOLUME_MBPS),
+        (None, _) => None,
+    }
+}
+
 /// The disk models a run asks for (`None` in the list: the default method).
 pub fn models(d: &DiskArgs) -> Vec<Option<DiskEmulationArg>> {
     match d.models() {
@@ -458,7 +474,7 @@ pub fn plan_disk(
         Some(m @ DiskEmulationArg::Hdd) => (m.name(), Some(Method::Fuse), HDD),
         Some(m @ DiskEmulationArg::Ssd) => (m.name(), Some(Method::Fuse), SSD),
         Some(m @ DiskEmulationArg::Fuse) => (m.name(), Some(Method::Fuse), custom),
-        Some(m @ (DiskEmulationArg::Iops | DiskEmulationArg::Blkio)) => {
+        Some(m @ (DiskEmulationArg::Iops | DiskEmulationArg::Blkio | DiskEmulationArg::Volume)) => {
             (m.name(), Some(Method::Blkio), custom)
         }
         Some(m @ DiskEmulationArg::None) => (m.name(), Some(Method::None), custom),
@@ -470,7 +486,7 @@ pub fn plan_disk(
             name,
             memory_limit_bytes: mib << 20,
             read_iops: d.read_iops,
-            read_bps: d.read_mbps.map(|mbps| (mbps * 1e6) as u64),
+            read_bps: read_mbps(d, model).map(|mbps| (mbps * 1e6) as u64),
             cgroups: !d.no_cgroups,
             evict: d.evict.map(evict_of),
             method,
@@ -969,6 +985,29 @@ mod tests {
         assert_eq!(bytes(3, 1), 2048 + 102, "a file asked for twice is needed once");
         assert_eq!(bytes(2, 2), 2048 + 102 + 7_000_000);
         assert_eq!(bytes(1000, 1000), 2048 + 102 + 7_000_000 + 10_240, "lists start over");
+    }
+
+    #[test]
+    fn the_volume_model_caps_bytes_unless_told_its_cap_and_iops_only_when_told() {
+        use crate::cli::{Cli, Command};
+        use clap::Parser;
+        let disk = |args: &[&str]| {
+            let mut all = vec!["amplab", "disk-bound"];
+            all.extend_from_slice(args);
+            let Command::DiskBound(a) = Cli::try_parse_from(all).unwrap().command else {
+                panic!("not disk-bound")
+            };
+            a.disk
+        };
+        let both = disk(&["--disk-emulation", "iops,volume"]);
+        let models = models(&both);
+        assert_eq!(models, [Some(DiskEmulationArg::Iops), Some(DiskEmulationArg::Volume)]);
+        assert_eq!(read_mbps(&both, models[0]), None, "iops: reads only");
+        assert_eq!(read_mbps(&both, models[1]), Some(VOLUME_MBPS));
+        let told = disk(&["--disk-emulation", "iops,volume", "--read-mbps", "25"]);
+        assert_eq!(read_mbps(&told, Some(DiskEmulationArg::Volume)), Some(25.0));
+        assert_eq!(read_mbps(&told, Some(DiskEmulationArg::Iops)), Some(25.0), "as before");
+        assert_eq!(read_mbps(&disk(&[]), None), None, "the default model: no byte cap");
     }
 
     #[test]
