@@ -26,12 +26,10 @@ use std::time::Instant;
 pub(super) struct ColdRead {
     /// The connection's token.
     pub token: u64,
-    /// The file, offset and most bytes to read (the buffer is taken when the read starts).
+    /// The file and offset to read; how much, and whether around the page cache, is decided
+    /// when the read starts (and the buffer taken then).
     pub file: Arc<FileEntry>,
     pub offset: u64,
-    pub max: usize,
-    /// Read around the page cache (the page policy's choice when the read was asked for).
-    pub direct: bool,
 }
 
 /// The gate: slots in use and the reads waiting for one.
@@ -116,7 +114,7 @@ mod tests {
         let file = std::fs::File::open(&path).unwrap();
         let meta = file.metadata().unwrap();
         let file = Arc::new(FileEntry::new(path, file, &meta, None));
-        ColdRead { token, file, offset: 0, max: 1, direct: false }
+        ColdRead { token, file, offset: 0 }
     }
 
     #[test]

@@ -341,7 +341,7 @@ impl UringLoop {
                 c.phase = Phase::Send;
                 c.deadline = Phase::Send.deadline(&self.pipeline, Instant::now());
             }
-            (Next::Read { file, offset, mut max, buf }, _) => {
+            (Next::Read { file, offset, max, buf }, _) => {
                 c.phase = Phase::Parked;
                 // Once a transfer has met the disk, every further read of it takes the gate
                 // (see disk_gate.rs: read-ahead in flight looks resident).
@@ -354,22 +354,6 @@ impl UringLoop {
                 out.met_disk = cold;
                 if cold {
                     // A response all in memory never gets here: no clock read on its path.
-                    // Read around the page cache (the page policy's choice): then nothing is
-                    // asked ahead, which would read into the page cache what is read again.
-                    let direct = self.pipeline.reads_around_cache(&file);
-                    if !direct {
-                        let cfg = self.pipeline.config();
-                        let age = out.since.elapsed();
-                        let pieces = ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, age);
-                        for (at, len) in ask_ahead::calls(out.ask_ahead(offset, pieces)) {
-                            self.ring.advise_will_need(file.file.as_fd(), at, len);
-                        }
-                    }
-                    max = if direct {
-                        out.direct_read_len(offset)
-                    } else {
-                        out.cold_read_len(offset)
-                    };
                     if !self.gate.try_start() {
                         // No buffer waits for the disk: behind a capped disk every connection
                         // may queue here, and 128 KiB each of memory they had touched put a
@@ -377,19 +361,12 @@ impl UringLoop {
                         keep_spare(spare, buf);
                         let (since, continues) = (out.since, out.body_sent() > 0);
                         c.doing = Doing::Responding { out, op: None };
-                        let read = ColdRead { token, file, offset, max, direct };
-                        return self.gate.wait(since, continues, read);
+                        return self.gate.wait(since, continues, ColdRead { token, file, offset });
                     }
-                    out.cold_read = true;
-                    if direct
-                        && let Some(op) =
-                            read_direct(&mut self.ring, token, &file, offset, max, &mut out)
-                    {
-                        keep_spare(spare, buf);
-                        c.doing = Doing::Responding { out, op: Some(op) };
-                        self.pipeline.count_direct_read();
-                        return;
-                    }
+                    let cold = ColdStart { ring: &mut self.ring, pipeline: &self.pipeline, spare };
+                    let op = cold.start(token, &file, offset, &mut out, Some(buf));
+                    c.doing = Doing::Responding { out, op: Some(op) };
+                    return;
                 }
                 let op = self.ring.read(token, file.file.as_fd(), buf, offset, max);
                 c.doing = Doing::Responding { out, op: Some(op) };
@@ -645,20 +622,9 @@ impl UringLoop {
             };
             match &mut self.conns[key].doing {
                 Doing::Responding { out, op: op @ None } => {
-                    out.cold_read = true;
-                    if r.direct
-                        && let Some(id) =
-                            read_direct(&mut self.ring, r.token, &r.file, r.offset, r.max, out)
-                    {
-                        *op = Some(id);
-                        self.pipeline.count_direct_read();
-                        continue;
-                    }
-                    // A kept buffer may still hold the chunk it last carried: a ring read
-                    // appends, so it starts empty.
-                    let mut buf = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
-                    buf.clear();
-                    *op = Some(self.ring.read(r.token, r.file.file.as_fd(), buf, r.offset, r.max));
+                    let spare = &mut self.spare;
+                    let cold = ColdStart { ring: &mut self.ring, pipeline: &self.pipeline, spare };
+                    *op = Some(cold.start(r.token, &r.file, r.offset, out, None));
                 }
                 _ => self.gate.released(),
             }
@@ -776,6 +742,58 @@ impl ResumesJobs for UringLoop {
 fn keep_spare(spare: &mut Vec<Vec<u8>>, buf: Vec<u8>) {
     if spare.len() < SPARE_BUFFERS && buf.capacity() <= CHUNK {
         spare.push(buf);
+    }
+}
+
+/// What starting a cold read takes from the loop (its fields, borrowed apart from the
+/// connection whose response the read is for).
+struct ColdStart<'a> {
+    ring: &'a mut Ring,
+    pipeline: &'a Pipeline,
+    spare: &'a mut Vec<Vec<u8>>,
+}
+
+impl ColdStart<'_> {
+    /// Submits the cold read of `out` at `offset` of `file` for `token`, a disk slot taken.
+    /// The page policy decides here, as the read goes to the disk, whether it goes around the
+    /// page cache — a read that waited at the gate for seconds goes by what memory is like
+    /// when it starts, not when it queued. Around the cache nothing is asked ahead (that would
+    /// read into the page cache what is read again); through it, the disk is asked ahead
+    /// first. `buf` is the response's chunk buffer where it has one at hand.
+    fn start(
+        self,
+        token: u64,
+        file: &Arc<crate::cache::FileEntry>,
+        offset: u64,
+        out: &mut Sending,
+        buf: Option<Vec<u8>>,
+    ) -> OpId {
+        out.cold_read = true;
+        let max = if self.pipeline.reads_around_cache(file) {
+            let max = out.direct_read_len(offset);
+            if let Some(op) = read_direct(self.ring, token, file, offset, max, out) {
+                if let Some(buf) = buf {
+                    keep_spare(self.spare, buf);
+                }
+                self.pipeline.count_direct_read();
+                return op;
+            }
+            max // no huge page free: the same bytes through the page cache
+        } else {
+            let cfg = self.pipeline.config();
+            let pieces =
+                ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, out.since.elapsed());
+            for (at, len) in ask_ahead::calls(out.ask_ahead(offset, pieces)) {
+                self.ring.advise_will_need(file.file.as_fd(), at, len);
+            }
+            out.cold_read_len(offset)
+        };
+        // A kept buffer may still hold the chunk it last carried: a ring read appends, so it
+        // starts empty.
+        let mut buf =
+            buf.unwrap_or_else(|| self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK)));
+        buf.clear();
+        self.ring.read(token, file.file.as_fd(), buf, offset, max)
     }
 }
 
