@@ -9,7 +9,7 @@
 //! waiting.
 //!
 //! A trip around the page cache (a direct read of a large file, `--direct-io-above`) does not
-//! grow: it reads all it may at once ([`FillSize::whole`]). Its read is one disk request of any
+//! grow: it reads all it may at once ([`FillSize::direct_trip`]). Its read is one disk request of any
 //! size up to a huge page, and the disk's read-ahead does not make the small first trips large
 //! as it does through the page cache, so on a volume that caps requests per second the ramp
 //! cost three requests per file (128 + 256 + 512 KiB + 1 MiB for what one 2 MiB request
@@ -49,7 +49,7 @@ impl FillSize {
     /// The length of a trip that reads all it may at once: `remaining`, at most `cap`. The
     /// trips after it (through the page cache, should the response go on that way) are as long
     /// as the caller's cap allows.
-    pub fn whole(&mut self, remaining: u64, cap: u64) -> u64 {
+    fn whole(&mut self, remaining: u64, cap: u64) -> u64 {
         self.next = u64::from(self.next).max(cap).min(u64::from(u32::MAX)) as u32;
         remaining.min(cap)
     }
