@@ -249,6 +249,7 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         page_yield_above => "--page-yield-above",
         transfer_order => "--transfer-order",
         kernel_read_ahead => "--kernel-read-ahead",
+        disk_charge_test => "--disk-charge-test",
         fill_blocks => "--fill-blocks",
         fill_ahead => "--fill-ahead",
         fill_ahead_after => "--fill-ahead-after",

@@ -383,6 +383,39 @@ fn direct_reads_take_large_cold_files_a_huge_page_per_trip_under_pressure() {
     }
 }
 
+/// `--disk-charge-test`: while the disk's bytes bind, a large cold file under pressure goes
+/// through a pipe like a small one (its pages stay for the next request); once requests bind
+/// again, around the page cache.
+#[test]
+fn while_the_disks_bytes_bind_large_cold_files_take_pipes() {
+    let _budget = crate::copy_budget::exclusive();
+    let b = Bench::with(Args { direct_io_above: Some(1 << 20), ..Default::default() });
+    let len = 5 << 20;
+    let (file, bytes) = b.file("charged.bin", len);
+    if !amped_sys::direct::on_block_device(file.dev) {
+        return; // no direct reads here (see the test above)
+    }
+    let (small, _) = b.file("small.bin", 500_000);
+    let send = || {
+        amped_sys::residency::evict(&small.file).unwrap(); // the evidence of pressure
+        let body = Body::File { file: small.clone(), offset: 0, len: 500_000 };
+        drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), &b.pipeline);
+        amped_sys::residency::evict(&file.file).unwrap();
+        let body = Body::File { file: file.clone(), offset: 0, len: len as u64 };
+        drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), &b.pipeline)
+    };
+    let flag = b.pipeline.page_policy().bytes_bind_flag();
+    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (got, asked, err) = send();
+    assert!(err.is_none(), "{err:?}");
+    assert!(got == with_head(HEAD, &bytes), "the body differs");
+    assert!(asked.iter().all(|a| matches!(a, Asked::Fill(..))), "bytes bind: pipes, {asked:?}");
+    flag.store(false, std::sync::atomic::Ordering::Relaxed);
+    let (got, asked, _) = send();
+    assert!(got == with_head(HEAD, &bytes), "the body differs");
+    assert!(asked.iter().all(|a| matches!(a, Asked::Direct(..))), "requests bind: {asked:?}");
+}
+
 /// A direct trip takes its huge page and its share of the copy budget when its read starts,
 /// not when it is queued (trips waiting in the lane hold no memory). With the budget held by
 /// other trips at that moment it becomes a pipe fill — counted in `direct_budget_full` — and

@@ -19,6 +19,7 @@
 //! transfer under way waits in the read lane, they run one at a time, so they do not take the
 //! disk from transfers ([`super::slow_gate`]).
 
+use super::disk_charge::DiskCharge;
 use super::disk_concurrency::DiskConcurrency;
 use super::job_results::JobResults;
 use super::job_results::JobRunner;
@@ -57,7 +58,14 @@ impl HelperPool {
     ) -> std::io::Result<Self> {
         let (results, reporter) = JobResults::new()?;
         let cfg = pipeline.config();
-        let data = Arc::new(ReadLane::new(cfg.transfer_order, DiskConcurrency::configured(cfg)));
+        // Where transfers wait elsewhere, that queue watches the disk's charge.
+        let charge = match transfers_wait_elsewhere {
+            None => pipeline.disk_charge(),
+            Some(_) => DiskCharge::off(),
+        };
+        let data = Arc::new(
+            ReadLane::new(cfg.transfer_order, DiskConcurrency::configured(cfg)).watched_by(charge),
+        );
         let (meta_reporter, meta_pipeline, gauge) =
             (reporter.clone(), pipeline.clone(), pipeline.clone());
         let metadata = MetadataLane::start_keyed(

@@ -24,6 +24,7 @@
 //! waits. The bound is never below `--helpers`: a read stuck on a dead disk or network file
 //! system holds one helper, the others go on.
 
+use super::disk_charge::DiskCharge;
 use super::disk_concurrency::DiskConcurrency;
 use super::turn_queues::TurnQueues;
 use crate::config::TransferOrder;
@@ -46,13 +47,23 @@ struct State {
     in_service: usize,
     /// How many may be.
     bound: DiskConcurrency,
+    /// What the disk's finished reads tell the page policy.
+    charge: DiskCharge,
 }
 
 impl ReadLane {
     /// An empty lane serving transfers under way in `order`, `bound` jobs at a time.
     pub fn new(order: TransferOrder, bound: DiskConcurrency) -> ReadLane {
-        let state = State { queues: TurnQueues::new(), closed: false, in_service: 0, bound };
+        let charge = DiskCharge::off();
+        let state =
+            State { queues: TurnQueues::new(), closed: false, in_service: 0, bound, charge };
         ReadLane { state: Mutex::new(state), ready: Condvar::new(), order }
+    }
+
+    /// The same lane, its finished reads also feeding `charge`.
+    pub fn watched_by(self, charge: DiskCharge) -> ReadLane {
+        self.lock().charge = charge;
+        self
     }
 
     /// The most helpers the lane can use at once.
@@ -90,6 +101,8 @@ impl ReadLane {
                 && let Some(item) = st.queues.take()
             {
                 st.in_service += 1;
+                let n = st.in_service;
+                st.charge.reads_at_disk(Instant::now(), n);
                 return Some(item);
             }
             st = self.ready.wait(st).unwrap_or_else(|e| e.into_inner());
@@ -101,7 +114,10 @@ impl ReadLane {
         let mut st = self.lock();
         st.in_service = st.in_service.saturating_sub(1);
         let (before, waiting) = (st.bound.limit(), st.queues.len());
-        st.bound.finished(Instant::now(), bytes, waiting);
+        let now = Instant::now();
+        st.bound.finished(now, bytes, waiting);
+        let n = st.in_service;
+        st.charge.reads_at_disk(now, n);
         let grew = st.bound.limit() > before;
         drop(st);
         if grew {

@@ -20,7 +20,9 @@
 //! requests of up to 2 MiB: [`crate::disk::job`]), so it neither evicts small files nor has
 //! its read-ahead evicted before it is sent. Without pressure large files go through the page
 //! cache as any other, so one that is asked for often stays cached where memory allows; a
-//! miss of a smaller file within the last second is the pressure here.
+//! miss of a smaller file within the last second is the pressure here. Nor while the disk's
+//! bytes bind rather than its requests ([`crate::arch::disk_charge`]): there a file read
+//! again costs what the disk is short of, and the requests a direct read saves do not.
 //!
 //! Pressure is the server's own evidence, not a guess: a file at or below the threshold found
 //! not resident within the last second — by the residency test before a send, or when a small
@@ -33,7 +35,7 @@
 use super::{FileEntry, lock};
 use amped_sys::residency;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -59,6 +61,9 @@ pub struct PagePolicy {
     last_small_miss: AtomicU64,
     /// The same for a miss of a file below `direct_above`.
     last_direct_miss: AtomicU64,
+    /// Set while the disk's bytes, not its requests, bind ([`crate::arch::disk_charge`]):
+    /// then nothing is read around the page cache.
+    bytes_bind: Arc<AtomicBool>,
     /// Files sent under pressure, oldest first, with when they were sent.
     waiting: Mutex<VecDeque<(Instant, Arc<FileEntry>)>>,
     /// `waiting`'s length, readable without the lock.
@@ -80,6 +85,7 @@ impl PagePolicy {
             epoch: Instant::now(),
             last_small_miss: AtomicU64::new(0),
             last_direct_miss: AtomicU64::new(0),
+            bytes_bind: Arc::new(AtomicBool::new(false)),
             waiting: Mutex::new(VecDeque::new()),
             queued: AtomicUsize::new(0),
         }
@@ -156,8 +162,8 @@ impl PagePolicy {
     }
 
     /// Whether a cold chunk of `file` is to be read around the page cache now: it is at least
-    /// `--direct-io-above`, on a block device, and a smaller file was found cold within the
-    /// last second.
+    /// `--direct-io-above`, on a block device, a smaller file was found cold within the last
+    /// second, and the disk's bytes are not what binds (`--disk-charge-test`).
     pub fn reads_around(&self, file: &FileEntry) -> bool {
         amped_sys::direct::on_block_device(file.dev)
             && self.reads_around_at(file.size, Instant::now())
@@ -167,6 +173,12 @@ impl PagePolicy {
         self.direct_above > 0
             && size >= self.direct_above
             && within_window(&self.last_direct_miss, self.epoch, now)
+            && !self.bytes_bind.load(Ordering::Relaxed)
+    }
+
+    /// The flag [`crate::arch::disk_charge`] sets while the disk's bytes bind.
+    pub fn bytes_bind_flag(&self) -> Arc<AtomicBool> {
+        self.bytes_bind.clone()
     }
 
     /// Records that part of a file of `size` bytes was not in memory when it was to be sent.
@@ -257,6 +269,17 @@ mod tests {
         assert!(!p.reads_around_at(64 << 20, t0 + Duration::from_secs(5)));
         assert!(!p.should_yield_at(64 << 20, t0) && !p.enabled() && p.watches_misses());
         assert!(!PagePolicy::new(0).reads_around_at(64 << 20, t0), "0: never");
+    }
+
+    #[test]
+    fn nothing_is_read_around_the_cache_while_the_disks_bytes_bind() {
+        let p = PagePolicy::with_direct(0, 8 << 20);
+        let t0 = p.epoch + Duration::from_secs(3);
+        p.note_miss_at(100 * K, t0);
+        p.bytes_bind_flag().store(true, Ordering::Relaxed);
+        assert!(!p.reads_around_at(64 << 20, t0), "a byte-capped disk: through the page cache");
+        p.bytes_bind_flag().store(false, Ordering::Relaxed);
+        assert!(p.reads_around_at(64 << 20, t0), "requests bind again: around it");
     }
 
     #[test]

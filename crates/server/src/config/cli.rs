@@ -85,6 +85,14 @@ pub struct Args {
     /// 2 MiB; 8 MiB where neither is known].
     #[arg(long, value_name = "BYTES")]
     pub direct_io_above: Option<u64>,
+    /// Whether direct reads (`--direct-io-above`) wait for the disk to show that its requests,
+    /// not its bytes, run out first: `on` watches the block device's own read counts while
+    /// cold reads wait for it, and while its bytes per second stay level and its requests
+    /// vary (a volume whose bandwidth binds) large files go through the page cache, where a
+    /// second request for them finds them; `off` reads them around it whenever memory is short
+    /// [default: on].
+    #[arg(long, value_name = "on|off")]
+    pub disk_charge_test: Option<String>,
     /// The order in which the read lane serves chunks of transfers under way: `oldest` (the
     /// response that began first goes first) or `fair` (each transfer's next chunk queues
     /// behind the others': a nearly finished response is not kept behind a long one, but long
@@ -350,6 +358,7 @@ impl Args {
             page_yield_above,
             read_path,
             direct_io_above,
+            disk_charge_test,
             transfer_order,
             kernel_read_ahead,
             fill_blocks,

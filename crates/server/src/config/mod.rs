@@ -354,6 +354,9 @@ pub struct Config {
     /// The kernel reads ahead of cold reads (`--kernel-read-ahead`); off: only the server's
     /// own fills and ask-ahead read the disk.
     pub kernel_read_ahead: bool,
+    /// Direct reads stop while the disk's bytes, not its requests, bind
+    /// (`--disk-charge-test`, [`crate::arch::disk_charge`]).
+    pub disk_charge_test: bool,
     /// A pipe fill moves pages through a huge-page mapping of the file, which reads whole
     /// 2 MiB blocks (`--fill-blocks`).
     pub fill_blocks: bool,
@@ -639,6 +642,7 @@ impl Config {
         let kernel_read_ahead =
             on_off("kernel-read-ahead", a.kernel_read_ahead.as_deref(), arch.kernel_reads_ahead())?;
         let fill_blocks = on_off("fill-blocks", a.fill_blocks.as_deref(), false)?;
+        let disk_charge_test = on_off("disk-charge-test", a.disk_charge_test.as_deref(), true)?;
         let fill_ahead = match a.fill_ahead {
             Some(n) if n > 7 => return err(format!("--fill-ahead {n} is not in 0..=7")),
             n => n.unwrap_or(FILL_AHEAD),
@@ -751,6 +755,7 @@ impl Config {
             page_yield_above: a.page_yield_above.unwrap_or(0),
             transfer_order,
             kernel_read_ahead,
+            disk_charge_test,
             fill_blocks,
             fill_ahead,
             fill_ahead_after,
@@ -993,6 +998,10 @@ mod tests {
         assert_eq!(default_direct_io_above(None), 8 * mib, "memory unknown");
         let set = parse(&[".", "--direct-io-above", "1048576"]).unwrap();
         assert_eq!(set.opt.direct_io_above, mib, "given, it is kept");
+        assert!(parse(&["."]).unwrap().disk_charge_test, "direct reads watch the disk");
+        assert!(!parse(&[".", "--disk-charge-test", "off"]).unwrap().disk_charge_test);
+        let bad = parse(&[".", "--disk-charge-test", "maybe"]).unwrap_err().to_string();
+        assert!(bad.contains("--disk-charge-test"), "{bad}");
     }
 
     #[test]

@@ -105,6 +105,28 @@ impl Pipeline {
         self.caches.pages.reads_around(file)
     }
 
+    /// A watch over the disk holding the document root, telling the page policy whether its
+    /// bytes or its requests bind (`--disk-charge-test`; off where nothing is read around the
+    /// page cache): one per queue of cold reads.
+    pub fn disk_charge(&self) -> crate::arch::disk_charge::DiskCharge {
+        use crate::arch::disk_charge::DiskCharge;
+        use std::os::unix::fs::MetadataExt;
+        let cfg = self.config();
+        if !cfg.disk_charge_test || cfg.opt.direct_io_above == 0 {
+            return DiskCharge::off();
+        }
+        match std::fs::metadata(&cfg.root) {
+            Ok(meta) => DiskCharge::watching(meta.dev(), self.caches.pages.bytes_bind_flag()),
+            Err(_) => DiskCharge::off(),
+        }
+    }
+
+    /// The page policy (tests set its verdicts).
+    #[cfg(test)]
+    pub(crate) fn page_policy(&self) -> &crate::cache::pages::PagePolicy {
+        &self.caches.pages
+    }
+
     /// Whether the page policy takes memory to be tight now (a small file was found cold
     /// within the last second).
     #[cfg(test)]
