@@ -383,36 +383,66 @@ fn direct_reads_take_large_cold_files_a_huge_page_per_trip_under_pressure() {
     }
 }
 
+/// A bench reading files of at least 1 MiB around the page cache under pressure, with a large
+/// file and a smaller one (whose miss is the evidence of pressure) in it.
+struct LargeAndSmall {
+    bench: Bench,
+    large: Arc<FileEntry>,
+    bytes: Vec<u8>,
+    small: Arc<FileEntry>,
+}
+
+impl LargeAndSmall {
+    /// `None` off a block device, where nothing is read around the page cache.
+    fn new(name: &str, len: usize) -> Option<LargeAndSmall> {
+        let bench = Bench::with(Args { direct_io_above: Some(1 << 20), ..Default::default() });
+        let (large, bytes) = bench.file(name, len);
+        let (small, _) = bench.file("small.bin", 500_000);
+        amped_sys::direct::on_block_device(large.dev).then_some(LargeAndSmall {
+            bench,
+            large,
+            bytes,
+            small,
+        })
+    }
+
+    /// Sends the smaller file cold (pressure), then the large one (cold if `evict_first`).
+    fn send_after_a_small_miss(
+        &self,
+        evict_first: bool,
+    ) -> (Vec<u8>, Vec<Asked>, Option<std::io::Error>) {
+        let p = &self.bench.pipeline;
+        amped_sys::residency::evict(&self.small.file).unwrap();
+        let body = Body::File { file: self.small.clone(), offset: 0, len: 500_000 };
+        drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), p);
+        if evict_first {
+            amped_sys::residency::evict(&self.large.file).unwrap();
+        }
+        let body = Body::File { file: self.large.clone(), offset: 0, len: self.bytes.len() as u64 };
+        drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), p)
+    }
+}
+
 /// `--disk-charge-test`: while the disk's bytes bind, a large cold file under pressure goes
 /// through a pipe like a small one (its pages stay for the next request); once requests bind
 /// again, around the page cache.
 #[test]
 fn while_the_disks_bytes_bind_large_cold_files_take_pipes() {
     let _budget = crate::copy_budget::exclusive();
-    let b = Bench::with(Args { direct_io_above: Some(1 << 20), ..Default::default() });
-    let len = 5 << 20;
-    let (file, bytes) = b.file("charged.bin", len);
-    if !amped_sys::direct::on_block_device(file.dev) {
+    let Some(t) = LargeAndSmall::new("charged.bin", 5 << 20) else {
         return; // no direct reads here (see the test above)
-    }
-    let (small, _) = b.file("small.bin", 500_000);
-    let send = || {
-        amped_sys::residency::evict(&small.file).unwrap(); // the evidence of pressure
-        let body = Body::File { file: small.clone(), offset: 0, len: 500_000 };
-        drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), &b.pipeline);
-        amped_sys::residency::evict(&file.file).unwrap();
-        let body = Body::File { file: file.clone(), offset: 0, len: len as u64 };
-        drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), &b.pipeline)
     };
+    let (b, bytes) = (&t.bench, &t.bytes);
+    let send = || t.send_after_a_small_miss(true);
     let flag = b.pipeline.page_policy().bytes_bind_flag();
     flag.store(true, std::sync::atomic::Ordering::Relaxed);
     let (got, asked, err) = send();
     assert!(err.is_none(), "{err:?}");
-    assert!(got == with_head(HEAD, &bytes), "the body differs");
+    assert!(got == with_head(HEAD, bytes), "the body differs");
     assert!(asked.iter().all(|a| matches!(a, Asked::Fill(..))), "bytes bind: pipes, {asked:?}");
     flag.store(false, std::sync::atomic::Ordering::Relaxed);
     let (got, asked, _) = send();
-    assert!(got == with_head(HEAD, &bytes), "the body differs");
+    assert!(got == with_head(HEAD, bytes), "the body differs");
     assert!(asked.iter().all(|a| matches!(a, Asked::Direct(..))), "requests bind: {asked:?}");
 }
 
@@ -423,38 +453,25 @@ fn while_the_disks_bytes_bind_large_cold_files_take_pipes() {
 #[test]
 fn a_direct_trip_that_finds_the_budget_full_takes_a_pipe() {
     let _budget = crate::copy_budget::exclusive();
-    let b = Bench::with(Args { direct_io_above: Some(1 << 20), ..Default::default() });
-    let len = 3 << 20;
-    let (file, bytes) = b.file("budget.bin", len);
-    if !amped_sys::direct::on_block_device(file.dev) {
+    let Some(t) = LargeAndSmall::new("budget.bin", 3 << 20) else {
         return; // no direct reads here (see the test above)
-    }
-    let (small, _) = b.file("small.bin", 500_000);
-    let send = |evict_first: bool| {
-        // The smaller file's miss is the evidence of pressure.
-        amped_sys::residency::evict(&small.file).unwrap();
-        let body = Body::File { file: small.clone(), offset: 0, len: 500_000 };
-        drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), &b.pipeline);
-        if evict_first {
-            amped_sys::residency::evict(&file.file).unwrap();
-        }
-        let body = Body::File { file: file.clone(), offset: 0, len: len as u64 };
-        drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), &b.pipeline)
     };
+    let (b, bytes) = (&t.bench, &t.bytes);
+    let send = |evict_first: bool| t.send_after_a_small_miss(evict_first);
     let mut others = Vec::new();
     while let Some(share) = crate::copy_budget::reserve(amped_sys::direct::HUGE as u64) {
         others.push(share);
     }
     let (got, asked, err) = send(true);
     assert!(err.is_none(), "{err:?}");
-    assert!(got == with_head(HEAD, &bytes), "the body differs");
+    assert!(got == with_head(HEAD, bytes), "the body differs");
     assert!(asked.iter().all(|a| matches!(a, Asked::Direct(..))), "queued as direct: {asked:?}");
     let trips = asked.len() as u64;
     assert_eq!(b.counter("direct_budget_full"), trips, "{:?}", b.stats);
     assert_eq!(b.counter("direct_reads"), 0, "{:?}", b.stats);
     drop(others);
     let (got, asked, _) = send(true);
-    assert!(got == with_head(HEAD, &bytes), "the body differs");
+    assert!(got == with_head(HEAD, bytes), "the body differs");
     assert_eq!(b.counter("direct_reads"), asked.len() as u64, "{:?}", b.stats);
     assert_eq!(b.counter("direct_budget_full"), trips, "no pipe once the budget is free");
 }

@@ -58,7 +58,8 @@ impl HelperPool {
     ) -> std::io::Result<Self> {
         let (results, reporter) = JobResults::new()?;
         let cfg = pipeline.config();
-        // Where transfers wait elsewhere, that queue watches the disk's charge.
+        // Under io_uring (transfers wait at its own gate) nothing watches the disk's charge:
+        // without direct reads its page-cache path did worse on a byte-capped volume.
         let charge = match transfers_wait_elsewhere {
             None => pipeline.disk_charge(),
             Some(_) => DiskCharge::off(),

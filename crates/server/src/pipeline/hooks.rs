@@ -107,7 +107,7 @@ impl Pipeline {
 
     /// A watch over the disk holding the document root, telling the page policy whether its
     /// bytes or its requests bind (`--disk-charge-test`; off where nothing is read around the
-    /// page cache): one per queue of cold reads.
+    /// page cache): one for AMPED's read lane.
     pub fn disk_charge(&self) -> crate::arch::disk_charge::DiskCharge {
         use crate::arch::disk_charge::DiskCharge;
         use std::os::unix::fs::MetadataExt;

@@ -14,7 +14,6 @@
 //! as present, and reads let past the gate that way shared the disk among every transfer at
 //! once, outside this order.
 
-use crate::arch::disk_charge::DiskCharge;
 use crate::arch::disk_concurrency::DiskConcurrency;
 use crate::arch::turn_queues::TurnQueues;
 use crate::cache::FileEntry;
@@ -36,8 +35,6 @@ pub(super) struct ColdRead {
 /// The gate: slots in use and the reads waiting for one.
 pub(super) struct DiskGate {
     bound: DiskConcurrency,
-    /// What the disk's finished reads tell the page policy.
-    charge: DiskCharge,
     order: TransferOrder,
     in_flight: usize,
     waiting: TurnQueues<ColdRead>,
@@ -49,13 +46,7 @@ impl DiskGate {
     /// A gate letting `bound` cold reads run at once, transfers under way in `order`.
     pub fn new(bound: DiskConcurrency, order: TransferOrder) -> DiskGate {
         let transfers_wait = Arc::new(AtomicBool::new(false));
-        let (charge, waiting) = (DiskCharge::off(), TurnQueues::new());
-        DiskGate { bound, charge, order, in_flight: 0, waiting, transfers_wait }
-    }
-
-    /// The same gate, its finished reads also feeding `charge`.
-    pub fn watched_by(self, charge: DiskCharge) -> DiskGate {
-        DiskGate { charge, ..self }
+        DiskGate { bound, order, in_flight: 0, waiting: TurnQueues::new(), transfers_wait }
     }
 
     /// A flag set while a read of a transfer under way waits here, for the helpers' metadata
@@ -71,10 +62,7 @@ impl DiskGate {
     /// Takes a slot if one is free (then the caller submits the read).
     pub fn try_start(&mut self) -> bool {
         let free = self.in_flight < self.bound.limit();
-        if free {
-            self.in_flight += 1;
-            self.charge.reads_at_disk(Instant::now(), self.in_flight);
-        }
+        self.in_flight += usize::from(free);
         free
     }
 
@@ -90,15 +78,12 @@ impl DiskGate {
     /// from it.
     pub fn finished(&mut self, bytes: u64) {
         self.in_flight = self.in_flight.saturating_sub(1);
-        let now = Instant::now();
-        self.bound.finished(now, bytes, self.waiting.len());
-        self.charge.reads_at_disk(now, self.in_flight);
+        self.bound.finished(Instant::now(), bytes, self.waiting.len());
     }
 
     /// A slot taken for a read that was abandoned (its connection went): it frees.
     pub fn released(&mut self) {
         self.in_flight = self.in_flight.saturating_sub(1);
-        self.charge.reads_at_disk(Instant::now(), self.in_flight);
     }
 
     /// The oldest waiting read, with a slot taken for it, if a slot is free.
@@ -109,7 +94,6 @@ impl DiskGate {
         let read = self.waiting.take()?;
         self.note_waiting();
         self.in_flight += 1;
-        self.charge.reads_at_disk(Instant::now(), self.in_flight);
         Some(read)
     }
 

@@ -89,8 +89,7 @@ pub fn run(
     listener.set_nonblocking(false)?;
     let _ = socket2::SockRef::from(&listener).set_tcp_nodelay(true); // (not on a Unix socket)
     let cfg = pipeline.config();
-    let gate = DiskGate::new(DiskConcurrency::configured(cfg), cfg.transfer_order)
-        .watched_by(pipeline.disk_charge());
+    let gate = DiskGate::new(DiskConcurrency::configured(cfg), cfg.transfer_order);
     let helpers = HelperPool::start_yielding(pipeline.clone(), Some(gate.transfers_wait_flag()))?;
     let mut ring_loop = UringLoop::new(pipeline, ring, helpers, gate, listener);
     ring_loop.tls = tls;
