@@ -11,20 +11,20 @@
 //! what the disk lets through while it is saturated: under a request cap, requests per second
 //! stay at the cap while bytes per second follow the sizes asked for; under a byte cap it is the
 //! other way round. So, over windows of [`WINDOW`] in which AMPED's read lane always had a
-//! cold read at the disk — idle at most [`IDLE_SHARE`] of
-//! the window, so the disk and not a lull in the load set the pace — the one of the two rates that
-//! varies less relative to its mean is the one that binds. The last [`KEEP`] such windows
-//! decide, with a dead band between the two verdicts so that a mixed disk (an SSD, neither cap
-//! close) keeps the one it has, and a verdict changes only when [`HOLD`] windows in a row say
-//! so; until then, and on a file system without a block device (FUSE, NFS, tmpfs), requests
-//! are taken to bind, as before this test existed.
+//! cold read at the disk (idle at most [`IDLE_SHARE`] of the window: the disk, not a lull in
+//! the load, set the pace), the one of the two rates that varies less relative to its mean is
+//! the one that binds. The last [`KEEP`] such windows decide, with a dead band between the two
+//! verdicts so that a mixed disk (an SSD, neither cap close) keeps the one it has, and a verdict
+//! changes only when [`HOLD`] windows in a row say so; until then, and on a file system without
+//! a block device (FUSE, NFS, tmpfs), requests are taken to bind, as before this test existed.
+//!
+//! Reads need not wait in amped's own queue for a window to count: with the adaptive depth
+//! ([`super::disk_concurrency`]) they mostly wait in the kernel's, and a first version that
+//! asked for waiting in amped's queue saw a byte cap at 85 req/s (the disk ~77 % busy)
+//! saturated only in the last seconds of a 35 s run. The device's counts include other
+//! processes' reads of it: what the disk is short of is what it is short of, whoever asks.
 //! io_uring does not watch: its page-cache path moved less on a byte-capped volume than its
 //! direct reads and left requests unanswered (sessions 22–23), so it keeps the memory rule.
-//! The device's counts include other processes' reads of it: what the disk is short of is
-//! what it is short of, whoever asks. Reads need not wait in amped's own queue for a window
-//! to count: with the adaptive depth ([`super::disk_concurrency`]) they mostly wait in the
-//! kernel's, and a first version that asked for waiting in amped's queue saw a byte cap at
-//! 85 req/s (the disk ~77 % busy) saturated in only the last seconds of a 35 s run.
 
 use amped_sys::block_stat::{self, DeviceReads};
 use std::collections::VecDeque;
