@@ -406,18 +406,13 @@ impl LargeAndSmall {
         })
     }
 
-    /// Sends the smaller file cold (pressure), then the large one (cold if `evict_first`).
-    fn send_after_a_small_miss(
-        &self,
-        evict_first: bool,
-    ) -> (Vec<u8>, Vec<Asked>, Option<std::io::Error>) {
+    /// Sends the smaller file cold (pressure), then the large one, cold too.
+    fn send_after_a_small_miss(&self) -> (Vec<u8>, Vec<Asked>, Option<std::io::Error>) {
         let p = &self.bench.pipeline;
         amped_sys::residency::evict(&self.small.file).unwrap();
         let body = Body::File { file: self.small.clone(), offset: 0, len: 500_000 };
         drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), p);
-        if evict_first {
-            amped_sys::residency::evict(&self.large.file).unwrap();
-        }
+        amped_sys::residency::evict(&self.large.file).unwrap();
         let body = Body::File { file: self.large.clone(), offset: 0, len: self.bytes.len() as u64 };
         drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), p)
     }
@@ -433,7 +428,7 @@ fn while_the_disks_bytes_bind_large_cold_files_take_pipes() {
         return; // no direct reads here (see the test above)
     };
     let (b, bytes) = (&t.bench, &t.bytes);
-    let send = || t.send_after_a_small_miss(true);
+    let send = || t.send_after_a_small_miss();
     let flag = b.pipeline.page_policy().bytes_bind_flag();
     flag.store(true, std::sync::atomic::Ordering::Relaxed);
     let (got, asked, err) = send();
@@ -457,12 +452,12 @@ fn a_direct_trip_that_finds_the_budget_full_takes_a_pipe() {
         return; // no direct reads here (see the test above)
     };
     let (b, bytes) = (&t.bench, &t.bytes);
-    let send = |evict_first: bool| t.send_after_a_small_miss(evict_first);
+    let send = || t.send_after_a_small_miss();
     let mut others = Vec::new();
     while let Some(share) = crate::copy_budget::reserve(amped_sys::direct::HUGE as u64) {
         others.push(share);
     }
-    let (got, asked, err) = send(true);
+    let (got, asked, err) = send();
     assert!(err.is_none(), "{err:?}");
     assert!(got == with_head(HEAD, bytes), "the body differs");
     assert!(asked.iter().all(|a| matches!(a, Asked::Direct(..))), "queued as direct: {asked:?}");
@@ -470,7 +465,7 @@ fn a_direct_trip_that_finds_the_budget_full_takes_a_pipe() {
     assert_eq!(b.counter("direct_budget_full"), trips, "{:?}", b.stats);
     assert_eq!(b.counter("direct_reads"), 0, "{:?}", b.stats);
     drop(others);
-    let (got, asked, _) = send(true);
+    let (got, asked, _) = send();
     assert!(got == with_head(HEAD, bytes), "the body differs");
     assert_eq!(b.counter("direct_reads"), asked.len() as u64, "{:?}", b.stats);
     assert_eq!(b.counter("direct_budget_full"), trips, "no pipe once the budget is free");

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 /// number is anonymous (FUSE, NFS, tmpfs, overlayfs: no block device to count).
 pub fn stat_path(dev: u64) -> Option<PathBuf> {
     let (major, minor) = (libc::major(dev), libc::minor(dev));
-    (major != 0).then(|| PathBuf::from(format!("/sys/dev/block/{major}:{minor}/stat")))
+    crate::direct::on_block_device(dev)
+        .then(|| PathBuf::from(format!("/sys/dev/block/{major}:{minor}/stat")))
 }
 
 /// Reads completed and bytes read, from the text of a device's stat file.
