@@ -45,25 +45,24 @@ impl HelperPool {
     /// [`super::metadata_lane`]) and the read helpers running jobs of `pipeline`: as many as
     /// the read lane's disk-concurrency bound may reach (4 × `--helpers` under `auto`, N when
     /// `--disk-concurrency N` fixes it).
+    /// The read lane watches what binds the disk (`--disk-charge-test`,
+    /// [`super::disk_charge`]): AMPED's cold reads all go through it.
     pub fn start(pipeline: Arc<Pipeline>) -> std::io::Result<Self> {
-        HelperPool::start_yielding(pipeline, None)
+        let charge = pipeline.disk_charge();
+        HelperPool::start_yielding(pipeline, charge, None)
     }
 
-    /// As [`HelperPool::start`], with the metadata lane's slow gate also closing while
+    /// As [`HelperPool::start`], with the read lane feeding `charge` (or nothing, with
+    /// [`DiskCharge::off`]) and the metadata lane's slow gate also closing while
     /// `transfers_wait_elsewhere` is set (io_uring's transfers wait at its own disk gate,
     /// not in this pool's read lane).
     pub fn start_yielding(
         pipeline: Arc<Pipeline>,
+        charge: DiskCharge,
         transfers_wait_elsewhere: Option<Arc<AtomicBool>>,
     ) -> std::io::Result<Self> {
         let (results, reporter) = JobResults::new()?;
         let cfg = pipeline.config();
-        // Under io_uring (transfers wait at its own gate) nothing watches the disk's charge:
-        // without direct reads its page-cache path did worse on a byte-capped volume.
-        let charge = match transfers_wait_elsewhere {
-            None => pipeline.disk_charge(),
-            Some(_) => DiskCharge::off(),
-        };
         let data = Arc::new(
             ReadLane::new(cfg.transfer_order, DiskConcurrency::configured(cfg)).watched_by(charge),
         );

@@ -30,6 +30,7 @@ mod tls;
 
 use super::amped::HelperPool;
 use super::conn_table::ConnTable;
+use super::disk_charge::DiskCharge;
 use super::disk_concurrency::DiskConcurrency;
 use super::job_results::{JobRunner, ResumesJobs};
 use super::lifecycle::{AcceptPause, Lifecycle, Phase, Stop, TICK};
@@ -90,7 +91,13 @@ pub fn run(
     let _ = socket2::SockRef::from(&listener).set_tcp_nodelay(true); // (not on a Unix socket)
     let cfg = pipeline.config();
     let gate = DiskGate::new(DiskConcurrency::configured(cfg), cfg.transfer_order);
-    let helpers = HelperPool::start_yielding(pipeline.clone(), Some(gate.transfers_wait_flag()))?;
+    // Nothing watches the disk's charge here: without direct reads uring's page-cache path
+    // did worse on a byte-capped volume (docs/BENCHMARKS.md §3b, session 23).
+    let helpers = HelperPool::start_yielding(
+        pipeline.clone(),
+        DiskCharge::off(),
+        Some(gate.transfers_wait_flag()),
+    )?;
     let mut ring_loop = UringLoop::new(pipeline, ring, helpers, gate, listener);
     ring_loop.tls = tls;
     ring_loop.run(shutdown)
