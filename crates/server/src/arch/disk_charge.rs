@@ -21,10 +21,11 @@
 //! Requests are counted two ways, and the more level of the two is the one compared with the
 //! bytes: as the device completed them, and as they were submitted (completed plus merged into
 //! one already queued). A volume behind the device caps what reaches it, after merging; a
-//! blkio throttle caps what was submitted, before. Under the throttle a burst of merged reads
-//! lowers the completed count while the submitted one stays at the cap and the bytes happen to
-//! stay level, which once made a reads-only cap look like a byte cap for six seconds (a round
-//! at 256 MiB: −30 %, docs/BENCHMARKS.md §3b, session 24).
+//! blkio throttle caps what was submitted, before. Under the throttle merged reads lower the
+//! completed count while the submitted one stays at the cap; should the bytes happen to stay
+//! level meanwhile, completions alone would say bytes bind. (With 256 MiB one cold start in
+//! about twenty took the reads-only cap for a byte cap for six seconds, that round −30 %;
+//! whether merges did it is not known: docs/BENCHMARKS.md §3b, session 24.)
 //!
 //! Reads need not wait in amped's own queue for a window to count: with the adaptive depth
 //! ([`super::disk_concurrency`]) they mostly wait in the kernel's, and a first version that
