@@ -248,6 +248,7 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         small_file_bytes => "--small-file-bytes",
         page_yield_above => "--page-yield-above",
         transfer_order => "--transfer-order",
+        transfers_at_once => "--transfers-at-once",
         kernel_read_ahead => "--kernel-read-ahead",
         disk_charge_test => "--disk-charge-test",
         fill_blocks => "--fill-blocks",

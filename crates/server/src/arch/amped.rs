@@ -64,7 +64,9 @@ impl HelperPool {
         let (results, reporter) = JobResults::new()?;
         let cfg = pipeline.config();
         let data = Arc::new(
-            ReadLane::new(cfg.transfer_order, DiskConcurrency::configured(cfg)).watched_by(charge),
+            ReadLane::new(cfg.transfer_order, DiskConcurrency::configured(cfg))
+                .watched_by(charge)
+                .transfers_at_once(cfg.transfers_at_once),
         );
         let (meta_reporter, meta_pipeline, gauge) =
             (reporter.clone(), pipeline.clone(), pipeline.clone());
@@ -100,7 +102,7 @@ impl HelperPool {
                         crate::metrics::helper_queue(-1);
                         let bytes = job.disk_bytes();
                         let ran = reporter.run(&pipeline, token, job);
-                        lane.finished(bytes);
+                        lane.finished(token, bytes);
                         if !ran {
                             break;
                         }

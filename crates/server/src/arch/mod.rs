@@ -22,6 +22,7 @@ pub mod read_lane;
 pub mod slow_gate;
 pub mod sped;
 pub mod staged;
+pub mod transfer_leases;
 pub mod turn_queues;
 pub mod uring;
 pub mod waiting_room;

@@ -18,6 +18,9 @@
 //! behind every long transfer that began before it) but cost 15-20 % of the throughput and let
 //! the longest transfers time out (docs/BENCHMARKS.md §3b). Equal keys keep submission order.
 //!
+//! With `--transfers-at-once N` at most N transfers under way read at once
+//! ([`super::transfer_leases`]); the others keep their places in that order.
+//!
 //! How many helpers may be at the disk at once is [`DiskConcurrency`]'s bound (deeper while
 //! a deeper queue moves more), so that on a disk serving one read at a time the order above is
 //! the order the disk sees, rather than its own first-come queue. A helper past the bound
@@ -26,6 +29,7 @@
 
 use super::disk_charge::DiskCharge;
 use super::disk_concurrency::DiskConcurrency;
+use super::transfer_leases::{HOLD_FOR, TransferLeases};
 use super::turn_queues::TurnQueues;
 use crate::config::TransferOrder;
 use crate::pipeline::Job;
@@ -49,20 +53,35 @@ struct State {
     bound: DiskConcurrency,
     /// What the disk's finished reads tell the page policy.
     charge: DiskCharge,
+    /// Which transfers under way may read now.
+    leases: TransferLeases,
 }
 
 impl ReadLane {
     /// An empty lane serving transfers under way in `order`, `bound` jobs at a time.
     pub fn new(order: TransferOrder, bound: DiskConcurrency) -> ReadLane {
         let charge = DiskCharge::off();
-        let state =
-            State { queues: TurnQueues::new(), closed: false, in_service: 0, bound, charge };
+        let leases = TransferLeases::new(0);
+        let state = State {
+            queues: TurnQueues::new(),
+            closed: false,
+            in_service: 0,
+            bound,
+            charge,
+            leases,
+        };
         ReadLane { state: Mutex::new(state), ready: Condvar::new(), order }
     }
 
     /// The same lane, its finished reads also feeding `charge`.
     pub fn watched_by(self, charge: DiskCharge) -> ReadLane {
         self.lock().charge = charge;
+        self
+    }
+
+    /// The same lane, at most `n` transfers under way reading at once (0: any number).
+    pub fn transfers_at_once(self, n: usize) -> ReadLane {
+        self.lock().leases = TransferLeases::new(n);
         self
     }
 
@@ -97,24 +116,38 @@ impl ReadLane {
             if st.closed {
                 return None;
             }
-            if st.in_service < st.bound.limit()
-                && let Some(item) = st.queues.take()
-            {
-                st.in_service += 1;
-                let n = st.in_service;
-                st.charge.reads_at_disk(Instant::now(), n);
-                return Some(item);
+            let now = Instant::now();
+            if st.in_service < st.bound.limit() {
+                let State { queues, leases, .. } = &mut *st;
+                if let Some((token, job)) =
+                    queues.take_where(|(token, _)| leases.may_read(*token, now))
+                {
+                    if job.continues() {
+                        leases.reading(token, now);
+                    }
+                    st.in_service += 1;
+                    let n = st.in_service;
+                    st.charge.reads_at_disk(now, n);
+                    return Some((token, job));
+                }
             }
-            st = self.ready.wait(st).unwrap_or_else(|e| e.into_inner());
+            st = if st.leases.limits() && st.queues.len() > 0 {
+                // Transfers wait for a place that frees itself with time.
+                self.ready.wait_timeout(st, HOLD_FOR).unwrap_or_else(|e| e.into_inner()).0
+            } else {
+                self.ready.wait(st).unwrap_or_else(|e| e.into_inner())
+            };
         }
     }
 
-    /// A job taken with [`ReadLane::pop`] has run, having moved `bytes` from the disk.
-    pub fn finished(&self, bytes: u64) {
+    /// A job of `token` taken with [`ReadLane::pop`] has run, having moved `bytes` from the
+    /// disk.
+    pub fn finished(&self, token: u64, bytes: u64) {
         let mut st = self.lock();
         st.in_service = st.in_service.saturating_sub(1);
         let (before, waiting) = (st.bound.limit(), st.queues.len());
         let now = Instant::now();
+        st.leases.read_done(token, now);
         st.bound.finished(now, bytes, waiting);
         let n = st.in_service;
         st.charge.reads_at_disk(now, n);
@@ -230,10 +263,40 @@ mod tests {
         std::thread::sleep(Duration::from_millis(200));
         assert!(!third.is_finished(), "two jobs at the disk at a time");
         let freed = Instant::now();
-        lane.finished(1);
+        lane.finished(1, 4096);
         let (token, at) = third.join().unwrap();
         assert_eq!(token, 3);
         assert!(at.duration_since(freed) < Duration::from_millis(100), "the next one goes");
+    }
+
+    #[test]
+    fn one_transfer_at_once_reads_until_it_stops_coming_back() {
+        let lane = Arc::new(
+            ReadLane::new(TransferOrder::Oldest, DiskConcurrency::fixed(64)).transfers_at_once(1),
+        );
+        let t0 = Instant::now();
+        lane.push(1, read_job(t0, true));
+        lane.push(2, read_job(t0, true));
+        assert_eq!(lane.pop().unwrap().0, 1, "the oldest transfer reads");
+        let second = {
+            let lane = lane.clone();
+            std::thread::spawn(move || (lane.pop().unwrap().0, Instant::now()))
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!second.is_finished(), "transfer 2 waits while 1 reads");
+        lane.finished(1, 4096);
+        lane.push(1, read_job(t0, true)); // 1 sent its chunk and comes back at once
+        let freed = Instant::now();
+        let (token, at) = second.join().unwrap();
+        assert_eq!(token, 1, "1 keeps its place");
+        lane.finished(1, 4096); // its last chunk: it does not come back
+        let waited = {
+            let lane = lane.clone();
+            std::thread::spawn(move || (lane.pop().unwrap().0, Instant::now()))
+        };
+        let (token2, at2) = waited.join().unwrap();
+        assert_eq!(token2, 2, "2 reads once 1's place lapsed");
+        assert!(at2.duration_since(at) >= HOLD_FOR && at2.duration_since(freed) < 10 * HOLD_FOR);
     }
 
     #[test]

@@ -40,16 +40,40 @@ impl<T> TurnQueues<T> {
 
     /// The next item: from the queue whose turn it is, else from the other.
     pub fn take(&mut self) -> Option<T> {
-        let (first, second) = if self.continuing_turn {
-            (&mut self.continuing, &mut self.fresh)
-        } else {
-            (&mut self.fresh, &mut self.continuing)
-        };
-        let took_first = first.peek().is_some();
-        let Reverse(q) = first.pop().or_else(|| second.pop())?;
-        // The other queue goes next if this one's turn was used.
-        self.continuing_turn ^= took_first;
-        Some(q.item)
+        self.take_where(|_| true)
+    }
+
+    /// As [`TurnQueues::take`], passing over the transfers' items `may_read` refuses (they
+    /// keep their places); a turn of the transfers with none it allows goes to new responses.
+    pub fn take_where(&mut self, may_read: impl Fn(&T) -> bool) -> Option<T> {
+        if self.continuing_turn {
+            if let Some(Reverse(q)) = self.take_continuing(&may_read) {
+                self.continuing_turn = false;
+                return Some(q.item);
+            }
+            // Nothing the transfers may read: new responses go, and the turn stays.
+            return self.fresh.pop().map(|Reverse(q)| q.item);
+        }
+        if let Some(Reverse(q)) = self.fresh.pop() {
+            self.continuing_turn = true;
+            return Some(q.item);
+        }
+        self.take_continuing(&may_read).map(|Reverse(q)| q.item)
+    }
+
+    /// The oldest transfer item `may_read` allows, out of its queue.
+    fn take_continuing(&mut self, may_read: &impl Fn(&T) -> bool) -> Option<Reverse<Aged<T>>> {
+        let mut passed = Vec::new();
+        let mut found = None;
+        while let Some(q) = self.continuing.pop() {
+            if may_read(&q.0.item) {
+                found = Some(q);
+                break;
+            }
+            passed.push(q);
+        }
+        self.continuing.extend(passed);
+        found
     }
 
     /// Items waiting.
@@ -110,5 +134,22 @@ mod tests {
         q.push(t0, false, 4);
         q.push(t0, false, 5);
         assert_eq!((q.take(), q.take()), (Some(4), Some(5)), "one kind alone goes without waiting");
+    }
+
+    #[test]
+    fn transfers_refused_keep_their_places_and_give_their_turn_to_new_responses() {
+        let mut q = TurnQueues::new();
+        let (t0, ms) = (Instant::now(), Duration::from_millis);
+        q.push(t0, true, 10); // the oldest transfer, refused below
+        q.push(t0 + ms(1), true, 11);
+        q.push(t0 + ms(9), false, 1);
+        q.push(t0 + ms(9), false, 2);
+        let not_10 = |x: &u64| *x != 10;
+        assert_eq!(q.take_where(not_10), Some(1), "new responses' turn");
+        assert_eq!(q.take_where(not_10), Some(11), "the oldest transfer allowed");
+        assert_eq!(q.take_where(not_10), Some(2));
+        assert_eq!(q.take_where(not_10), None, "only a refused transfer waits");
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.take(), Some(10), "still queued, first once allowed");
     }
 }

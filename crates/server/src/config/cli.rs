@@ -99,6 +99,10 @@ pub struct Args {
     /// ones take longer) [default: oldest].
     #[arg(long, value_name = "ORDER")]
     pub transfer_order: Option<String>,
+    /// At most this many transfers under way read from the disk at once, the others waiting
+    /// in --transfer-order (AMPED's read lane; 0: any number) [default: 0].
+    #[arg(long, value_name = "N")]
+    pub transfers_at_once: Option<usize>,
     /// Whether the kernel reads ahead of what a cold chunk's read asks for: `on`, or `off`
     /// (`posix_fadvise(RANDOM)` on every file served from its descriptor: the disk reads only
     /// the fills and ask-ahead the server issues, so no page is read ahead and reclaimed
@@ -360,6 +364,7 @@ impl Args {
             direct_io_above,
             disk_charge_test,
             transfer_order,
+            transfers_at_once,
             kernel_read_ahead,
             fill_blocks,
             fill_ahead,

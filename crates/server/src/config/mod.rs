@@ -351,6 +351,9 @@ pub struct Config {
     pub page_yield_above: u64,
     /// The read lane's order for chunks of transfers under way.
     pub transfer_order: TransferOrder,
+    /// Transfers under way reading at once in AMPED's read lane (`--transfers-at-once`; 0:
+    /// any number).
+    pub transfers_at_once: usize,
     /// The kernel reads ahead of cold reads (`--kernel-read-ahead`); off: only the server's
     /// own fills and ask-ahead read the disk.
     pub kernel_read_ahead: bool,
@@ -639,6 +642,12 @@ impl Config {
                 ConfigError(format!("--transfer-order '{s}' is not one of: fair, oldest"))
             })?,
         };
+        let transfers_at_once = match a.transfers_at_once {
+            Some(n) if n > 1024 => {
+                return err(format!("--transfers-at-once {n} is not in 0..=1024"));
+            }
+            n => n.unwrap_or(0),
+        };
         let kernel_read_ahead =
             on_off("kernel-read-ahead", a.kernel_read_ahead.as_deref(), arch.kernel_reads_ahead())?;
         let fill_blocks = on_off("fill-blocks", a.fill_blocks.as_deref(), false)?;
@@ -754,6 +763,7 @@ impl Config {
             small_file_bytes: a.small_file_bytes.unwrap_or(16384),
             page_yield_above: a.page_yield_above.unwrap_or(0),
             transfer_order,
+            transfers_at_once,
             kernel_read_ahead,
             disk_charge_test,
             fill_blocks,
@@ -1000,6 +1010,10 @@ mod tests {
         assert_eq!(set.opt.direct_io_above, mib, "given, it is kept");
         assert!(parse(&["."]).unwrap().disk_charge_test, "direct reads watch the disk");
         assert!(!parse(&[".", "--disk-charge-test", "off"]).unwrap().disk_charge_test);
+        assert_eq!(parse(&["."]).unwrap().transfers_at_once, 0, "any number reads at once");
+        assert_eq!(parse(&[".", "--transfers-at-once", "2"]).unwrap().transfers_at_once, 2);
+        let e = parse(&[".", "--transfers-at-once", "5000"]).unwrap_err();
+        assert!(e.to_string().contains("--transfers-at-once 5000"), "{e}");
         let bad = parse(&[".", "--disk-charge-test", "maybe"]).unwrap_err().to_string();
         assert!(bad.contains("--disk-charge-test"), "{bad}");
     }
