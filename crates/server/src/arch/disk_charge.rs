@@ -243,13 +243,24 @@ mod tests {
     /// Feeds windows of a disk that, saturated, moves `sizes[i]` bytes per request: capped at
     /// `iops` requests/s and `bps` bytes/s, whichever binds first.
     fn feed(c: &mut DiskCharge, sizes: &[f64], iops: f64, bps: f64) {
+        feed_rates(
+            c,
+            sizes.iter().map(|size| {
+                let requests = iops.min(bps / size);
+                (requests, 0.0, requests * size)
+            }),
+        );
+    }
+
+    /// Feeds half-second windows in which the device completed requests, merged reads and
+    /// moved bytes at these rates per second.
+    fn feed_rates(c: &mut DiskCharge, rates: impl IntoIterator<Item = (f64, f64, f64)>) {
         let mut at = DeviceReads { requests: 0, merged: 0, bytes: 0 };
-        for size in sizes {
-            let requests = iops.min(bps / size);
+        for (requests, merged, bytes) in rates {
             let next = DeviceReads {
                 requests: at.requests + (requests / 2.0) as u64,
-                merged: 0,
-                bytes: at.bytes + (requests * size / 2.0) as u64,
+                merged: at.merged + (merged / 2.0) as u64,
+                bytes: at.bytes + (bytes / 2.0) as u64,
             };
             c.observe(WINDOW, at, next);
             at = next;
@@ -285,18 +296,14 @@ mod tests {
         // 210-300, larger ones, and the bytes stay nearly level: by completions alone, a
         // byte cap.
         let mut c = DiskCharge::off();
-        let mut at = DeviceReads { requests: 0, merged: 0, bytes: 0 };
-        for i in 0..2 * KEEP {
-            let merged = [0.0, 60.0, 20.0, 90.0, 40.0, 10.0][i % 6];
-            let bytes = [540.0, 548.0, 544.0, 552.0, 536.0, 546.0][i % 6] * MB;
-            let next = DeviceReads {
-                requests: at.requests + ((300.0 - merged) / 2.0) as u64,
-                merged: at.merged + (merged / 2.0) as u64,
-                bytes: at.bytes + (bytes / 2.0) as u64,
-            };
-            c.observe(WINDOW, at, next);
-            at = next;
-        }
+        feed_rates(
+            &mut c,
+            (0..2 * KEEP).map(|i| {
+                let merged = [0.0, 60.0, 20.0, 90.0, 40.0, 10.0][i % 6];
+                let bytes = [540.0, 548.0, 544.0, 552.0, 536.0, 546.0][i % 6] * MB;
+                (300.0 - merged, merged, bytes)
+            }),
+        );
         assert!(!c.bytes_bind(), "submitted reads pinned at the cap: requests bind");
     }
 
@@ -304,17 +311,8 @@ mod tests {
     fn a_volume_counting_completed_requests_is_a_request_cap_too() {
         // Behind the device: 300 requests/s completed, whatever was merged before.
         let mut c = DiskCharge::off();
-        let mut at = DeviceReads { requests: 0, merged: 0, bytes: 0 };
-        for (i, size) in mix().iter().enumerate() {
-            let merged = [0.0, 120.0, 30.0, 200.0][i % 4];
-            let next = DeviceReads {
-                requests: at.requests + 150,
-                merged: at.merged + (merged / 2.0) as u64,
-                bytes: at.bytes + (150.0 * size) as u64,
-            };
-            c.observe(WINDOW, at, next);
-            at = next;
-        }
+        let merged = [0.0, 120.0, 30.0, 200.0].into_iter().cycle();
+        feed_rates(&mut c, mix().into_iter().zip(merged).map(|(size, m)| (300.0, m, 300.0 * size)));
         assert!(!c.bytes_bind(), "completed requests pinned: requests bind");
     }
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 pub const HOLD_FOR: Duration = Duration::from_millis(20);
 
 /// The transfers holding a place now.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TransferLeases {
     /// At most this many hold one (0: no limit).
     max: usize,
