@@ -251,6 +251,8 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         transfers_at_once => "--transfers-at-once",
         kernel_read_ahead => "--kernel-read-ahead",
         disk_charge_test => "--disk-charge-test",
+        refault_test => "--refault-test",
+        keep_cached_large => "--keep-cached-large",
         fill_blocks => "--fill-blocks",
         fill_ahead => "--fill-ahead",
         fill_ahead_after => "--fill-ahead-after",

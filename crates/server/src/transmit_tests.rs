@@ -349,6 +349,8 @@ fn direct_reads_take_large_cold_files_a_huge_page_per_trip_under_pressure() {
         let mut out = Outgoing::new(response(HEAD, body));
         drive(&mut out, opts(ReadPath::Pipe), &b.pipeline)
     };
+    // Sent whole once: from then on a miss of it is a refault, evidence of pressure.
+    send(Body::File { file: small.clone(), offset: 0, len: 500_000 });
     amped_sys::residency::evict(&file.file).unwrap();
     let (got, asked, _) = send(Body::File { file: file.clone(), offset: 0, len: len as u64 });
     assert!(got == with_head(HEAD, &bytes));
@@ -383,6 +385,70 @@ fn direct_reads_take_large_cold_files_a_huge_page_per_trip_under_pressure() {
     }
 }
 
+/// `--refault-test` (on): a smaller file read for the first time is no evidence of pressure —
+/// the large file after it goes through the page cache, where a data set that fits in memory
+/// keeps it; once that smaller file, sent whole, is found cold again, large files are read
+/// around the page cache. With the test off, a first reading is evidence too.
+#[test]
+fn only_a_smaller_file_cold_again_sends_large_files_around_the_page_cache() {
+    let _budget = crate::copy_budget::exclusive();
+    for refault_test in ["on", "off"] {
+        let b = Bench::with(Args {
+            direct_io_above: Some(1 << 20),
+            refault_test: Some(refault_test.into()),
+            ..Default::default()
+        });
+        let (large, bytes) = b.file("large.bin", 3 << 20);
+        if !amped_sys::direct::on_block_device(large.dev) {
+            return; // no direct reads here
+        }
+        let (small, _) = b.file("small.bin", 500_000);
+        let send_cold = |file: &Arc<FileEntry>, len: usize| {
+            amped_sys::residency::evict(&file.file).unwrap();
+            let body = Body::File { file: file.clone(), offset: 0, len: len as u64 };
+            drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), &b.pipeline)
+        };
+        send_cold(&small, 500_000);
+        let (got, asked, _) = send_cold(&large, bytes.len());
+        assert!(got == with_head(HEAD, &bytes), "the body differs");
+        if refault_test == "on" {
+            assert!(matches!(asked[..], [Asked::Fill(..), ..]), "a first reading: {asked:?}");
+        } else {
+            assert!(asked.iter().all(|a| matches!(a, Asked::Direct(..))), "off: {asked:?}");
+        }
+        send_cold(&small, 500_000);
+        let (got, asked, _) = send_cold(&large, bytes.len());
+        assert!(got == with_head(HEAD, &bytes), "the body differs");
+        assert!(asked.iter().all(|a| matches!(a, Asked::Direct(..))), "a refault: {asked:?}");
+    }
+}
+
+/// `--keep-cached-large` (on): under pressure, a large file the page cache holds at least half
+/// of has its cold chunks read through the cache, so that it stays whole; evicted, around it.
+#[test]
+fn a_large_file_half_in_the_page_cache_is_read_through_it() {
+    let _budget = crate::copy_budget::exclusive();
+    let Some(t) = LargeAndSmall::new("kept.bin", 4 << 20) else {
+        return; // no direct reads here
+    };
+    let (got, asked, _) = t.send_after_a_small_miss();
+    assert!(got == with_head(HEAD, &t.bytes), "the body differs");
+    assert!(asked.iter().all(|a| matches!(a, Asked::Direct(..))), "evicted: {asked:?}");
+    let p = &t.bench.pipeline;
+    amped_sys::residency::evict(&t.small.file).unwrap();
+    let body = Body::File { file: t.small.clone(), offset: 0, len: 500_000 };
+    drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), p);
+    amped_sys::residency::evict(&t.large.file).unwrap();
+    amped_sys::files::no_read_ahead(&t.large.file).unwrap(); // the first half only
+    let mut half = vec![0u8; 2 << 20];
+    std::os::unix::fs::FileExt::read_exact_at(&t.large.file, &mut half, 0).unwrap();
+    let body = Body::File { file: t.large.clone(), offset: 0, len: t.bytes.len() as u64 };
+    let (got, asked, _) = drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), p);
+    assert!(got == with_head(HEAD, &t.bytes), "the body differs");
+    assert!(!asked.is_empty(), "the second half was cold");
+    assert!(asked.iter().all(|a| matches!(a, Asked::Fill(..))), "half kept: pipes, {asked:?}");
+}
+
 /// A bench reading files of at least 1 MiB around the page cache under pressure, with a large
 /// file and a smaller one (whose miss is the evidence of pressure) in it.
 struct LargeAndSmall {
@@ -395,9 +461,17 @@ struct LargeAndSmall {
 impl LargeAndSmall {
     /// `None` off a block device, where nothing is read around the page cache.
     fn new(name: &str, len: usize) -> Option<LargeAndSmall> {
-        let bench = Bench::with(Args { direct_io_above: Some(1 << 20), ..Default::default() });
+        LargeAndSmall::with(name, len, Args::default())
+    }
+
+    /// The same with the other options of `args`.
+    fn with(name: &str, len: usize, args: Args) -> Option<LargeAndSmall> {
+        let bench = Bench::with(Args { direct_io_above: Some(1 << 20), ..args });
         let (large, bytes) = bench.file(name, len);
         let (small, _) = bench.file("small.bin", 500_000);
+        // Sent whole once: from then on a miss of it is a refault, evidence of pressure.
+        let body = Body::File { file: small.clone(), offset: 0, len: 500_000 };
+        drive(&mut Outgoing::new(response(HEAD, body)), opts(ReadPath::Pipe), &bench.pipeline);
         amped_sys::direct::on_block_device(large.dev).then_some(LargeAndSmall {
             bench,
             large,
@@ -448,7 +522,10 @@ fn while_the_disks_bytes_bind_large_cold_files_take_pipes() {
 #[test]
 fn a_direct_trip_that_finds_the_budget_full_takes_a_pipe() {
     let _budget = crate::copy_budget::exclusive();
-    let Some(t) = LargeAndSmall::new("budget.bin", 3 << 20) else {
+    // Trips that become pipe fills put the file in the page cache; past half of it the rest
+    // would go through the cache by `--keep-cached-large`, which is not what is tested here.
+    let off = Args { keep_cached_large: Some("off".into()), ..Default::default() };
+    let Some(t) = LargeAndSmall::with("budget.bin", 3 << 20, off) else {
         return; // no direct reads here (see the test above)
     };
     let (b, bytes) = (&t.bench, &t.bytes);

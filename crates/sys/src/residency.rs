@@ -44,22 +44,36 @@ pub fn is_resident(file: &File, offset: u64, len: u64) -> io::Result<bool> {
 }
 
 fn test_resident(file: &File, offset: u64, len: u64) -> io::Result<bool> {
+    let (cached, pages) = count_resident(file, offset, len)?;
+    Ok(cached >= pages)
+}
+
+/// How many of the pages of `file[offset .. offset+len]` are in the page cache, and how many
+/// pages the range has. `len` must not reach past the end of the file.
+#[track_caller]
+pub fn resident_pages(file: &File, offset: u64, len: u64) -> io::Result<(u64, u64)> {
+    crate::debox::around(Call::Cachestat, About::Fd(file.as_fd()), || {
+        count_resident(file, offset, len)
+    })
+}
+
+fn count_resident(file: &File, offset: u64, len: u64) -> io::Result<(u64, u64)> {
     if len == 0 {
-        return Ok(true);
+        return Ok((0, 0));
     }
     let first = offset / PAGE;
     let last = (offset + len - 1) / PAGE;
     let pages = last - first + 1;
     if !CACHESTAT_MISSING.load(Ordering::Relaxed) {
         match cachestat(file, first * PAGE, pages * PAGE) {
-            Ok(cached) => return Ok(cached >= pages),
+            Ok(cached) => return Ok((cached.min(pages), pages)),
             Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
                 CACHESTAT_MISSING.store(true, Ordering::Relaxed);
             }
             Err(e) => return Err(e),
         }
     }
-    mincore_resident(file, first * PAGE, pages)
+    Ok((mincore_count(file, first * PAGE, pages)?, pages))
 }
 
 fn cachestat(file: &File, off: u64, len: u64) -> io::Result<u64> {
@@ -79,7 +93,7 @@ fn cachestat(file: &File, off: u64, len: u64) -> io::Result<u64> {
     if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(out.nr_cache) }
 }
 
-fn mincore_resident(file: &File, off: u64, pages: u64) -> io::Result<bool> {
+fn mincore_count(file: &File, off: u64, pages: u64) -> io::Result<u64> {
     let len = (pages * PAGE) as usize;
     // SAFETY: a fresh private read-only mapping of an open file; we never dereference it (no
     // SIGBUS risk), only pass it to mincore, and unmap it before returning.
@@ -105,7 +119,7 @@ fn mincore_resident(file: &File, off: u64, pages: u64) -> io::Result<bool> {
     if rc < 0 {
         return Err(err);
     }
-    Ok(vec.iter().all(|b| b & 1 == 1))
+    Ok(vec.iter().filter(|b| *b & 1 == 1).count() as u64)
 }
 
 /// Drops the file's pages from the page cache (`posix_fadvise(DONTNEED)`): how tests and the
@@ -136,7 +150,13 @@ mod tests {
         assert!(is_resident(&f, 0, 1 << 20).unwrap());
         evict(&f).unwrap();
         assert!(!is_resident(&f, 0, 1 << 20).unwrap());
-        assert!(mincore_resident(&f, 0, 256).map(|r| !r).unwrap());
+        assert_eq!(mincore_count(&f, 0, 256).unwrap(), 0);
+        assert_eq!(resident_pages(&f, 0, 1 << 20).unwrap(), (0, 256));
+        let mut half = vec![0u8; 1 << 19];
+        std::io::Read::read_exact(&mut &f, &mut half).unwrap();
+        let (cached, pages) = resident_pages(&f, 0, 1 << 20).unwrap();
+        assert!((128..=256).contains(&cached) && pages == 256, "half read: {cached}/{pages}");
+        assert_eq!(mincore_count(&f, 0, 128).unwrap(), 128, "the half read is there");
         let _ = std::fs::read(&path).unwrap();
         assert!(is_resident(&f, 4096, 10).unwrap());
         assert!(is_resident(&f, 0, 0).unwrap());

@@ -32,6 +32,7 @@ pub mod file;
 pub mod header;
 pub mod pages;
 pub mod path;
+pub mod refaults;
 
 use crate::config::Config;
 use std::sync::Mutex;
@@ -70,7 +71,8 @@ impl<T: Clone> Caches<T> {
                 .opt
                 .header_cache
                 .then(|| Mutex::new(HeaderCache::new(cfg.file_cache_entries))),
-            pages: PagePolicy::with_direct(cfg.page_yield_above, cfg.opt.direct_io_above),
+            pages: PagePolicy::with_direct(cfg.page_yield_above, cfg.opt.direct_io_above)
+                .with_evidence(cfg.refault_test, cfg.keep_cached_large),
         }
     }
 }

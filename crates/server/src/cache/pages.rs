@@ -20,18 +20,26 @@
 //! requests of up to 2 MiB: [`crate::disk::job`]), so it neither evicts small files nor has
 //! its read-ahead evicted before it is sent. Without pressure large files go through the page
 //! cache as any other, so one that is asked for often stays cached where memory allows; a
-//! miss of a smaller file within the last second is the pressure here. Nor while the disk's
+//! miss of a smaller file within the last second is the pressure here. Nor for a large file
+//! the page cache holds at least half of (`--keep-cached-large`): one asked for often enough to
+//! stay cached, whose missing pages go into the cache too, so that it stays whole — read
+//! around the cache, the rest of it would be evicted and the whole read again next time. A
+//! file read around the cache gains no pages, so one that is not kept drifts out and stays
+//! out; one that is kept stays in. Nor while the disk's
 //! bytes bind rather than its requests ([`crate::arch::disk_charge`]): there a file read
 //! again costs what the disk is short of, and the requests a direct read saves do not.
 //!
 //! Pressure is the server's own evidence, not a guess: a file at or below the threshold found
 //! not resident within the last second — by the residency test before a send, or when a small
-//! body is about to be read into memory. With everything cached there are no such misses and
+//! body is about to be read into memory — that is known to have been in the page cache
+//! before ([`super::refaults`]): evicted since. A file's first reading is not evidence; on a
+//! data set that fits in memory it is the only kind of miss there is. With everything cached there are no such misses and
 //! nothing is dropped, so a cached large file is never re-read because of this policy. Large
 //! files yield where the residency test runs before a send (the epoll architectures); the
 //! small-body test and drop are the open policy's ([`crate::disk::open`]), so every
 //! architecture applies them, io_uring included.
 
+use super::refaults::WasCached;
 use super::{FileEntry, lock};
 use amped_sys::residency;
 use std::collections::VecDeque;
@@ -64,6 +72,13 @@ pub struct PagePolicy {
     /// Set while the disk's bytes, not its requests, bind ([`crate::arch::disk_charge`]):
     /// then nothing is read around the page cache.
     bytes_bind: Arc<AtomicBool>,
+    /// The files known to have been in the page cache: only their misses are pressure.
+    was_cached: WasCached,
+    /// Whether only those misses are (`--refault-test`); else every miss is.
+    refaults_only: bool,
+    /// Whether a large file at least half cached is read through the page cache
+    /// (`--keep-cached-large`).
+    keep_cached: bool,
     /// Files sent under pressure, oldest first, with when they were sent.
     waiting: Mutex<VecDeque<(Instant, Arc<FileEntry>)>>,
     /// `waiting`'s length, readable without the lock.
@@ -86,9 +101,19 @@ impl PagePolicy {
             last_small_miss: AtomicU64::new(0),
             last_direct_miss: AtomicU64::new(0),
             bytes_bind: Arc::new(AtomicBool::new(false)),
+            was_cached: WasCached::default(),
+            refaults_only: true,
+            keep_cached: true,
             waiting: Mutex::new(VecDeque::new()),
             queued: AtomicUsize::new(0),
         }
+    }
+
+    /// The same policy, taking every miss as pressure where `refaults_only` is false
+    /// (`--refault-test off`), and reading large files around the page cache however much of
+    /// them it holds where `keep_cached` is false (`--keep-cached-large off`).
+    pub fn with_evidence(self, refaults_only: bool, keep_cached: bool) -> PagePolicy {
+        PagePolicy { refaults_only, keep_cached, ..self }
     }
 
     /// Reports that `file` has just been sent in full. Under pressure a large file is queued
@@ -162,11 +187,13 @@ impl PagePolicy {
     }
 
     /// Whether a cold chunk of `file` is to be read around the page cache now: it is at least
-    /// `--direct-io-above`, on a block device, a smaller file was found cold within the last
-    /// second, and the disk's bytes are not what binds (`--disk-charge-test`).
+    /// `--direct-io-above`, on a block device, a smaller file was found cold again within the
+    /// last second, the disk's bytes are not what binds (`--disk-charge-test`), and the page
+    /// cache does not hold half of it already (`--keep-cached-large`).
     pub fn reads_around(&self, file: &FileEntry) -> bool {
         amped_sys::direct::on_block_device(file.dev)
             && self.reads_around_at(file.size, Instant::now())
+            && !(self.keep_cached && kept_by_the_cache(file))
     }
 
     fn reads_around_at(&self, size: u64, now: Instant) -> bool {
@@ -181,9 +208,24 @@ impl PagePolicy {
         self.bytes_bind.clone()
     }
 
-    /// Records that part of a file of `size` bytes was not in memory when it was to be sent.
-    pub fn note_miss(&self, size: u64) {
-        self.note_miss_at(size, Instant::now());
+    /// Records that part of the file `(dev, ino)` of `size` bytes was not in memory when it
+    /// was to be sent (or its body read). Evidence of pressure only when the file is known to
+    /// have been in the page cache ([`Self::cached_whole`]) and so was evicted since
+    /// ([`super::refaults`]): a file read for the first time says nothing about memory.
+    pub fn note_miss(&self, dev: u64, ino: u64, size: u64) {
+        if self.miss_is_evidence(size) && (!self.refaults_only || self.was_cached.refault(dev, ino))
+        {
+            self.note_miss_at(size, Instant::now());
+        }
+    }
+
+    /// The file `(dev, ino)` of `size` bytes was in the page cache whole: sent to its end, or
+    /// its small body read. Remembered for a file whose miss would be evidence.
+    #[inline]
+    pub fn cached_whole(&self, dev: u64, ino: u64, size: u64) {
+        if self.miss_is_evidence(size) {
+            self.was_cached.mark(dev, ino);
+        }
     }
 
     /// Whether a small file was found cold within the last second.
@@ -208,6 +250,17 @@ impl PagePolicy {
 
     fn under_pressure_at(&self, now: Instant) -> bool {
         within_window(&self.last_small_miss, self.epoch, now)
+    }
+}
+
+/// Whether the page cache holds at least half of `file` (the test cannot tell: no): a large
+/// file asked for often enough to stay cached, whose missing pages are read into the cache too,
+/// so that it stays whole, rather than around it, which would leave the rest to be evicted and
+/// read again next time ([`PagePolicy::reads_around`]).
+fn kept_by_the_cache(file: &FileEntry) -> bool {
+    match residency::resident_pages(&file.file, 0, file.size) {
+        Ok((cached, pages)) => pages > 0 && cached * 2 >= pages,
+        Err(_) => false,
     }
 }
 
@@ -314,7 +367,11 @@ mod tests {
         let large = entry(100 << 10);
         assert_eq!(p.sent(&large), 0);
         assert_eq!(p.waiting(), 0, "queued without pressure");
-        p.note_miss(K);
+        p.note_miss(1, 2, K);
+        assert_eq!(p.sent(&large), 0);
+        assert_eq!(p.waiting(), 0, "a first reading is no pressure");
+        p.cached_whole(1, 2, K);
+        p.note_miss(1, 2, K);
         p.sent(&large);
         p.sent(&large);
         assert_eq!(p.waiting(), 1, "one entry for back-to-back sends of one file");
@@ -323,6 +380,30 @@ mod tests {
         assert_eq!(p.waiting(), 0);
         assert_eq!(p.sent(&entry(64 << 10)), 0);
         assert_eq!(p.waiting(), 0, "a file at the threshold does not yield");
+    }
+
+    #[test]
+    fn only_a_file_cached_before_and_cold_again_is_pressure() {
+        let p = PagePolicy::with_direct(64 * K, 8 << 20);
+        p.note_miss(1, 10, K);
+        p.note_miss(1, 10, K);
+        p.note_miss(1, 11, 100 * K);
+        assert!(!p.under_pressure(), "files read for the first time, chunk after chunk");
+        p.cached_whole(1, 12, 64 << 20);
+        p.note_miss(1, 12, 64 << 20);
+        assert!(!p.under_pressure(), "a large file cold again is not evidence");
+        p.cached_whole(1, 10, K);
+        p.note_miss(1, 10, K);
+        assert!(p.under_pressure(), "a small file sent whole and evicted since");
+        let q = PagePolicy::with_direct(0, 8 << 20);
+        q.note_miss(1, 11, 100 * K);
+        assert!(!q.reads_around_at(64 << 20, Instant::now()));
+        q.cached_whole(1, 11, 100 * K);
+        q.note_miss(1, 11, 100 * K);
+        assert!(q.reads_around_at(64 << 20, Instant::now()), "below --direct-io-above, again");
+        let every = PagePolicy::with_direct(0, 8 << 20).with_evidence(false, true);
+        every.note_miss(1, 13, 100 * K);
+        assert!(every.reads_around_at(64 << 20, Instant::now()), "off: a first miss too");
     }
 
     #[test]

@@ -93,6 +93,17 @@ pub struct Args {
     /// [default: on].
     #[arg(long, value_name = "on|off")]
     pub disk_charge_test: Option<String>,
+    /// Whether only a refault is evidence of memory pressure for the page policy (direct reads,
+    /// page yielding): `on`, a file found cold that had been in the page cache before (sent to
+    /// its end, or its small body read) and was evicted since; `off`, any file found cold, also
+    /// one read for the first time [default: on].
+    #[arg(long, value_name = "on|off")]
+    pub refault_test: Option<String>,
+    /// Whether a large file at least half in the page cache has its cold chunks read through
+    /// it, not around it (`--direct-io-above`), so that a large file asked for often enough to
+    /// stay cached stays whole [default: on].
+    #[arg(long, value_name = "on|off")]
+    pub keep_cached_large: Option<String>,
     /// The order in which the read lane serves chunks of transfers under way: `oldest` (the
     /// response that began first goes first) or `fair` (each transfer's next chunk queues
     /// behind the others': a nearly finished response is not kept behind a long one, but long
@@ -363,6 +374,8 @@ impl Args {
             read_path,
             direct_io_above,
             disk_charge_test,
+            refault_test,
+            keep_cached_large,
             transfer_order,
             transfers_at_once,
             kernel_read_ahead,

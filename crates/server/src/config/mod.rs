@@ -360,6 +360,12 @@ pub struct Config {
     /// Direct reads stop while the disk's bytes, not its requests, bind
     /// (`--disk-charge-test`, [`crate::arch::disk_charge`]).
     pub disk_charge_test: bool,
+    /// Only refaults are evidence of memory pressure (`--refault-test`,
+    /// [`crate::cache::refaults`]); off: every miss.
+    pub refault_test: bool,
+    /// A large file at least half cached is read through the page cache
+    /// (`--keep-cached-large`, [`crate::cache::pages`]).
+    pub keep_cached_large: bool,
     /// A pipe fill moves pages through a huge-page mapping of the file, which reads whole
     /// 2 MiB blocks (`--fill-blocks`).
     pub fill_blocks: bool,
@@ -652,6 +658,8 @@ impl Config {
             on_off("kernel-read-ahead", a.kernel_read_ahead.as_deref(), arch.kernel_reads_ahead())?;
         let fill_blocks = on_off("fill-blocks", a.fill_blocks.as_deref(), false)?;
         let disk_charge_test = on_off("disk-charge-test", a.disk_charge_test.as_deref(), true)?;
+        let refault_test = on_off("refault-test", a.refault_test.as_deref(), true)?;
+        let keep_cached_large = on_off("keep-cached-large", a.keep_cached_large.as_deref(), true)?;
         let fill_ahead = match a.fill_ahead {
             Some(n) if n > 7 => return err(format!("--fill-ahead {n} is not in 0..=7")),
             n => n.unwrap_or(FILL_AHEAD),
@@ -766,6 +774,8 @@ impl Config {
             transfers_at_once,
             kernel_read_ahead,
             disk_charge_test,
+            refault_test,
+            keep_cached_large,
             fill_blocks,
             fill_ahead,
             fill_ahead_after,
@@ -1010,6 +1020,11 @@ mod tests {
         assert_eq!(set.opt.direct_io_above, mib, "given, it is kept");
         assert!(parse(&["."]).unwrap().disk_charge_test, "direct reads watch the disk");
         assert!(!parse(&[".", "--disk-charge-test", "off"]).unwrap().disk_charge_test);
+        assert!(parse(&["."]).unwrap().refault_test, "only refaults are pressure");
+        assert!(!parse(&[".", "--refault-test", "off"]).unwrap().refault_test);
+        assert!(parse(&[".", "--refault-test", "sometimes"]).is_err());
+        assert!(parse(&["."]).unwrap().keep_cached_large);
+        assert!(!parse(&[".", "--keep-cached-large", "off"]).unwrap().keep_cached_large);
         assert_eq!(parse(&["."]).unwrap().transfers_at_once, 0, "any number reads at once");
         assert_eq!(parse(&[".", "--transfers-at-once", "2"]).unwrap().transfers_at_once, 2);
         let e = parse(&[".", "--transfers-at-once", "5000"]).unwrap_err();

@@ -147,6 +147,10 @@ impl FileOpen {
             (Stage::Stat(file), OpenOutcome::Stated(Ok(st))) => after_stat(path, file, st, rules),
             (Stage::Body(file, st), OpenOutcome::Read(Ok(bytes))) => {
                 let body = (bytes.len() as u64 == st.size).then(|| Arc::<[u8]>::from(bytes));
+                if body.is_some() {
+                    // Its pages were all in the page cache: a later miss of it is a refault.
+                    rules.pages.cached_whole(st.dev, st.ino, st.size);
+                }
                 if body.is_some() && rules.pages.under_pressure() {
                     // amped answers from its own copy: the page cache's is left to other files.
                     let _ = residency::evict(&file);
@@ -189,7 +193,7 @@ fn after_stat(path: PathBuf, file: File, st: FileStat, rules: OpenRules<'_>) -> 
         && st.size > 0
         && !residency::is_resident(&file, 0, st.size).unwrap_or(true)
     {
-        rules.pages.note_miss(st.size);
+        rules.pages.note_miss(st.dev, st.ino, st.size);
     }
     OpenStep::Next(FileOpen { path, stage: Stage::Body(file, st) })
 }

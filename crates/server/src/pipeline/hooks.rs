@@ -71,6 +71,7 @@ impl Pipeline {
     /// The body of `file` has been sent to its end (the page policy may let it yield).
     #[inline]
     pub fn sent_file(&self, file: &Arc<FileEntry>) {
+        self.caches.pages.cached_whole(file.dev, file.ino, file.size);
         if self.caches.pages.enabled() {
             let yielded = self.caches.pages.sent(file);
             self.stats.page_yields().fetch_add(yielded, Ordering::Relaxed);
@@ -88,7 +89,7 @@ impl Pipeline {
     #[inline]
     pub fn chunk_not_resident(&self, file: &FileEntry) {
         self.residency_missed();
-        self.caches.pages.note_miss(file.size);
+        self.caches.pages.note_miss(file.dev, file.ino, file.size);
     }
 
     /// Whether a miss of `file` would tell the page policy anything (see

@@ -1,8 +1,8 @@
 //! The page-yield policy (`--page-yield-above`, off by default, here 64 KiB): under memory
 //! pressure — a smaller file found
 //! not resident — a large file drops its pages once sent; without pressure, or with the
-//! policy off, nothing is dropped. Pressure is made by evicting a small file
-//! (posix_fadvise DONTNEED); the outcome is read from the stats endpoint and, where util-linux
+//! policy off, nothing is dropped. Pressure is made by evicting a small file that was served
+//! before (posix_fadvise DONTNEED; a file's first reading is no evidence of pressure); the outcome is read from the stats endpoint and, where util-linux
 //! `fincore` is installed, from the page cache itself.
 
 use crate::amped_helpers::{evict, resident_bytes};
@@ -47,6 +47,7 @@ fn under_pressure_a_large_file_yields_its_pages() {
             fill,
         );
         fetch(&s, "/large.bin", LARGE, 2);
+        fetch(&s, "/small.bin", SMALL, 1);
         assert_eq!(yields(&s), 0, "{arch}: yielded without pressure");
         evict(&s.path("small.bin"));
         fetch(&s, "/small.bin", SMALL, 1);

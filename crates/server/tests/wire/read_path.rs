@@ -109,19 +109,23 @@ fn amped_copy_path_is_exact_under_eviction() {
     assert_eq!(counter(&st, "pipe_fills"), 0, "{st}");
 }
 
-/// `--direct-io-above`: right after a small file was found cold (memory pressure), a large
-/// cold file's chunks are read around the page cache into buffers (or through it, where the
-/// file system has no direct I/O) and the body is exact; with no such miss, or where the files
-/// are not on a block device (overlayfs, tmpfs), pipes as usual.
+/// The options of the direct-read tests: files of 1 MB or more read around the page cache, and
+/// no small bodies kept in memory, so that the small file is sent from the page cache, and
+/// found cold again once evicted (a refault: the evidence of memory pressure).
+const DIRECT_ARGS: [&str; 6] =
+    ["--stats-path", STATS, "--direct-io-above", "1000000", "--small-file-bytes", "0"];
+
+/// `--direct-io-above`: right after a small file served before was found cold again (memory
+/// pressure), a large cold file's chunks are read around the page cache into buffers (or
+/// through it, where the file system has no direct I/O) and the body is exact; with no such
+/// miss, or where the files are not on a block device (overlayfs, tmpfs), pipes as usual.
 #[test]
 fn direct_reads_follow_a_small_miss_and_are_exact() {
     for small_miss in [true, false] {
-        let args = ["--stats-path", STATS, "--direct-io-above", "1000000"];
-        let s = Server::start(&["--arch", "amped"], &args, fill);
+        let s = Server::start(&["--arch", "amped"], &DIRECT_ARGS, fill);
+        s.get("/small.txt").assert_status(200);
         if small_miss {
             evict(&s.path("small.txt"));
-        } else {
-            s.get("/small.txt").assert_status(200);
         }
         evict(&s.path("big.bin"));
         s.get("/small.txt").assert_status(200);
@@ -142,12 +146,12 @@ fn direct_reads_follow_a_small_miss_and_are_exact() {
 }
 
 /// io_uring reads a large cold file around the page cache itself, on the ring into huge pages,
-/// after a small file's miss: exact, also for a range from an unaligned offset; where the
+/// after a small file served before is found cold again: exact, also for a range from an unaligned offset; where the
 /// files are not on a block device it reads through the page cache as before.
 #[test]
 fn uring_direct_reads_are_exact_from_any_offset() {
-    let args = ["--stats-path", STATS, "--direct-io-above", "1000000"];
-    let s = Server::start(&["--arch", "uring"], &args, fill);
+    let s = Server::start(&["--arch", "uring"], &DIRECT_ARGS, fill);
+    s.get("/small.txt").assert_status(200);
     let block = {
         use std::os::unix::fs::MetadataExt;
         amped_sys::direct::on_block_device(std::fs::metadata(s.path("big.bin")).unwrap().dev())

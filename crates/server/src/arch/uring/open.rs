@@ -140,14 +140,18 @@ mod tests {
         let path = dir.path().join("small");
         let file = std::fs::File::open(&path).unwrap();
         file.sync_all().unwrap(); // written back, so its pages can go
+        let pages = PagePolicy::new(64);
+        let rules =
+            OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead: true };
+        // Read once while resident: then its miss is a refault, not a first reading.
+        let warm = open_on_ring(&mut ring, path.clone(), rules);
+        assert!(warm.file.unwrap().unwrap().body.is_some());
+        assert!(!pages.under_pressure(), "a resident small body is no miss");
         amped_sys::residency::evict(&file).unwrap();
         if amped_sys::residency::is_resident(&file, 0, 10).unwrap_or(true) {
             eprintln!("skipped: this file system keeps the pages of {path:?}");
             return;
         }
-        let pages = PagePolicy::new(64);
-        let rules =
-            OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead: true };
         let r = open_on_ring(&mut ring, path, rules);
         let entry = r.file.unwrap().unwrap();
         assert_eq!(entry.body.as_deref(), Some(&b"0123456789"[..]));
