@@ -37,10 +37,16 @@ fn reads_through_the_slow_disk_then_from_the_page_cache() {
     assert!(first == data, "content differs through the mount");
     assert!(cold >= Duration::from_millis(SEEK_MS), "the first read took only {cold:?}");
 
-    let t1 = Instant::now();
-    let second = std::fs::read(&path).unwrap();
-    let warm = t1.elapsed();
-    assert!(second == data);
+    // The page cache may drop a page between the two reads on a busy machine (seen once in
+    // CI: 0.3 s for the repeat); the claim is that repeats are served from it, so the
+    // faster of two repeats is what is judged.
+    let repeat = || {
+        let t1 = Instant::now();
+        let again = std::fs::read(&path).unwrap();
+        assert!(again == data);
+        t1.elapsed()
+    };
+    let warm = repeat().min(repeat());
     assert!(
         warm < Duration::from_millis(SEEK_MS / 3) && warm * 5 < cold,
         "the repeated read took {warm:?} (cold {cold:?}): not served from the page cache"
