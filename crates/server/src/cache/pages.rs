@@ -220,10 +220,11 @@ impl PagePolicy {
     }
 
     /// The file `(dev, ino)` of `size` bytes was in the page cache whole: sent to its end, or
-    /// its small body read. Remembered for a file whose miss would be evidence.
+    /// its small body read. Remembered for a file whose miss would be evidence, where only
+    /// refaults are (`--refault-test`; else the table is never read).
     #[inline]
     pub fn cached_whole(&self, dev: u64, ino: u64, size: u64) {
-        if self.miss_is_evidence(size) {
+        if self.refaults_only && self.miss_is_evidence(size) {
             self.was_cached.mark(dev, ino);
         }
     }
