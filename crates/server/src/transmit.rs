@@ -298,7 +298,8 @@ impl Outgoing {
             self.met_disk = true;
             let remaining = len - self.plan.body_sent();
             let direct = p.reads_around_cache(&file);
-            let job = self.cold_chunk_job(file, pos, remaining, opts, direct);
+            let job =
+                self.cold_chunk_job(file, pos, remaining, opts, direct, p.config().first_fill);
             return Err(Stop::NotResident(job));
         } else if let Some(sock) = wire.raw_socket().filter(|_| opts.zero_copy) {
             let mut off = pos;
@@ -397,6 +398,7 @@ impl Outgoing {
         remaining: u64,
         opts: SendOptions,
         direct: bool,
+        first_fill: u64,
     ) -> Job {
         let (since, continues) = (self.since, self.plan.body_sent() > 0);
         let reading = ReadInFlight::start(file);
@@ -430,10 +432,10 @@ impl Outgoing {
             _ => None,
         };
         if let Some(pipe) = pipe {
-            let len = self.fill.take(remaining, pipe.capacity() as u64);
+            let len = self.fill.take(remaining, pipe.capacity() as u64, first_fill);
             return Job::Fill { reading, offset: pos, len, pipe, since, continues };
         }
-        let len = self.fill.take(remaining, COPY_FILL);
+        let len = self.fill.take(remaining, COPY_FILL, first_fill);
         match crate::copy_budget::reserve(len) {
             Some(held) => Job::Copy {
                 reading,

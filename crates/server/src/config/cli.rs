@@ -137,6 +137,11 @@ pub struct Args {
     /// queue behind it (0: every fill) [default: 0 under --arch amped, 2000 otherwise].
     #[arg(long, value_name = "MS")]
     pub fill_ahead_after: Option<u64>,
+    /// What a cold response's first trip through the disk reads, in bytes (4096-1048576);
+    /// each later trip doubles, up to a pipe's capacity, and a rest of at most twice this goes
+    /// in one trip [default: 131072].
+    #[arg(long, value_name = "BYTES")]
+    pub first_fill: Option<u64>,
     /// Cold reads at the disk at once: `auto` starts at --helpers and doubles, up to
     /// 4 × --helpers, when a doubling moves at least 10 % more while reads wait (a disk
     /// serving many reads at once), or a fixed number [default: auto].
@@ -382,6 +387,7 @@ impl Args {
             fill_blocks,
             fill_ahead,
             fill_ahead_after,
+            first_fill,
             disk_concurrency,
             metadata_helpers,
             metadata_helpers_max,

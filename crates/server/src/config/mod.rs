@@ -373,6 +373,8 @@ pub struct Config {
     pub fill_ahead: u64,
     /// Only transfers under way at least this long ask ahead (`--fill-ahead-after`).
     pub fill_ahead_after: Duration,
+    /// Bytes a cold response's first trip through the disk reads (`--first-fill`).
+    pub first_fill: u64,
     /// Cold reads at the disk at once (`--disk-concurrency`).
     pub disk_concurrency: DiskBound,
     /// Threads of AMPED's metadata lane (`--metadata-helpers`, `--metadata-helpers-max`).
@@ -672,6 +674,12 @@ impl Config {
             None if arch.asks_ahead_itself() => Duration::ZERO,
             None => FILL_AHEAD_AFTER,
         };
+        let first_fill = match a.first_fill {
+            Some(n) if !(4096..=1 << 20).contains(&n) => {
+                return err(format!("--first-fill {n} is not in 4096..=1048576 (bytes)"));
+            }
+            n => n.unwrap_or(crate::fill_size::FIRST_FILL),
+        };
         let disk_concurrency = match a.disk_concurrency.as_deref() {
             None | Some("auto") => DiskBound::Auto,
             Some(s) => match s.parse::<usize>() {
@@ -779,6 +787,7 @@ impl Config {
             fill_blocks,
             fill_ahead,
             fill_ahead_after,
+            first_fill,
             disk_concurrency,
             metadata_helpers,
             coalesce_resolves: !a.no_resolve_coalescing,
@@ -1025,6 +1034,8 @@ mod tests {
         assert!(parse(&[".", "--refault-test", "sometimes"]).is_err());
         assert!(parse(&["."]).unwrap().keep_cached_large);
         assert!(!parse(&[".", "--keep-cached-large", "off"]).unwrap().keep_cached_large);
+        assert_eq!(parse(&["."]).unwrap().first_fill, 128 << 10, "a first trip of 128 KiB");
+        assert_eq!(parse(&[".", "--first-fill", "1048576"]).unwrap().first_fill, 1 << 20);
         assert_eq!(parse(&["."]).unwrap().transfers_at_once, 0, "any number reads at once");
         assert_eq!(parse(&[".", "--transfers-at-once", "2"]).unwrap().transfers_at_once, 2);
         let e = parse(&[".", "--transfers-at-once", "5000"]).unwrap_err();
@@ -1131,6 +1142,8 @@ mod tests {
             (vec!["--kernel-read-ahead", "yes"], "--kernel-read-ahead 'yes' is not on or off"),
             (vec!["--fill-blocks", "2"], "--fill-blocks '2' is not on or off"),
             (vec!["--fill-ahead-after", "3600001"], "--fill-ahead-after 3600001 is not in"),
+            (vec!["--first-fill", "4095"], "--first-fill 4095 is not in 4096..=1048576"),
+            (vec!["--first-fill", "2097152"], "--first-fill 2097152 is not in 4096..=1048576"),
             (vec!["--disk-concurrency", "0"], "--disk-concurrency '0' is not auto or 1..=1024"),
             (vec!["--disk-concurrency", "many"], "--disk-concurrency 'many' is not auto"),
             (vec!["--metadata-helpers", "0"], "--metadata-helpers '0' is not auto or 1..=1024"),

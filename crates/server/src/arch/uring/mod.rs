@@ -793,7 +793,7 @@ impl ColdStart<'_> {
             for (at, len) in ask_ahead::calls(out.ask_ahead(offset, pieces)) {
                 self.ring.advise_will_need(file.file.as_fd(), at, len);
             }
-            out.cold_read_len(offset)
+            out.cold_read_len(offset, cfg.first_fill)
         };
         // A kept buffer may still hold the chunk it last carried: a ring read appends, so it
         // starts empty.

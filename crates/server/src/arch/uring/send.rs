@@ -137,9 +137,9 @@ impl Sending {
 
     /// How many bytes the read at `offset` takes, now that it goes to the disk: growing trip by
     /// trip ([`crate::fill_size`]), at most the rest of the body.
-    pub fn cold_read_len(&mut self, offset: u64) -> usize {
+    pub fn cold_read_len(&mut self, offset: u64, first_fill: u64) -> usize {
         let remaining = self.body_rest(offset);
-        self.fill.take(remaining, MAX_COLD_READ) as usize
+        self.fill.take(remaining, MAX_COLD_READ, first_fill) as usize
     }
 
     /// How many bytes a direct read at `offset` takes ([`FillSize::direct_trip`]).
@@ -326,11 +326,20 @@ mod tests {
     fn reads_from_the_disk_grow_and_a_short_body_goes_in_one() {
         let k = 1 << 10;
         let mut big = Sending::new(file_response(100 << 20));
-        let lens: Vec<usize> = (0..5).map(|i| big.cold_read_len(i << 20)).collect();
+        let lens: Vec<usize> =
+            (0..5).map(|i| big.cold_read_len(i << 20, crate::fill_size::FIRST_FILL)).collect();
         assert_eq!(lens, [128 * k, 256 * k, 512 * k, 1024 * k, 1024 * k]);
         let mut small = Sending::new(file_response(200 * k as u64));
-        assert_eq!(small.cold_read_len(0), 200 * k, "a cold 200 KiB body in one read");
-        assert_eq!(small.cold_read_len(150 * k as u64), 50 * k, "never past the body");
+        assert_eq!(
+            small.cold_read_len(0, crate::fill_size::FIRST_FILL),
+            200 * k,
+            "a cold 200 KiB body in one read"
+        );
+        assert_eq!(
+            small.cold_read_len(150 * k as u64, crate::fill_size::FIRST_FILL),
+            50 * k,
+            "never past the body"
+        );
     }
 
     #[test]
