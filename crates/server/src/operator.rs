@@ -249,7 +249,7 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         page_yield_above => "--page-yield-above",
         transfer_order => "--transfer-order",
         transfers_at_once => "--transfers-at-once",
-        kernel_read_ahead => "--kernel-read-ahead",
+        kernel_read_ahead_below => "--kernel-read-ahead",
         disk_charge_test => "--disk-charge-test",
         refault_test => "--refault-test",
         keep_cached_large => "--keep-cached-large",

@@ -117,9 +117,11 @@ pub struct Args {
     /// Whether the kernel reads ahead of what a cold chunk's read asks for: `on`, or `off`
     /// (`posix_fadvise(RANDOM)` on every file served from its descriptor: the disk reads only
     /// the fills and ask-ahead the server issues, so no page is read ahead and reclaimed
-    /// unused under memory pressure) [default: off under --arch amped, whose fills ask ahead
-    /// themselves (--fill-ahead-after 0), and under staged; on otherwise].
-    #[arg(long, value_name = "on|off")]
+    /// unused under memory pressure), or a size in bytes: files smaller than it keep the
+    /// kernel's read-ahead and larger ones are read as with `off` [default: off under --arch
+    /// amped, whose fills ask ahead themselves (--fill-ahead-after 0), and under staged; on
+    /// otherwise].
+    #[arg(long, value_name = "on|off|BYTES")]
     pub kernel_read_ahead: Option<String>,
     /// Whether a pipe fill moves the file's pages through a huge-page mapping of it
     /// (`vmsplice`) instead of `splice`: a fault reads the whole 2 MiB block around it, which a

@@ -354,9 +354,10 @@ pub struct Config {
     /// Transfers under way reading at once in AMPED's read lane (`--transfers-at-once`; 0:
     /// any number).
     pub transfers_at_once: usize,
-    /// The kernel reads ahead of cold reads (`--kernel-read-ahead`); off: only the server's
-    /// own fills and ask-ahead read the disk.
-    pub kernel_read_ahead: bool,
+    /// Files smaller than this keep the kernel's read-ahead of cold reads
+    /// (`--kernel-read-ahead`: `on` is `u64::MAX`, `off` 0); larger ones are read only by the
+    /// server's own fills and ask-ahead.
+    pub kernel_read_ahead_below: u64,
     /// Direct reads stop while the disk's bytes, not its requests, bind
     /// (`--disk-charge-test`, [`crate::arch::disk_charge`]).
     pub disk_charge_test: bool,
@@ -656,8 +657,8 @@ impl Config {
             }
             n => n.unwrap_or(0),
         };
-        let kernel_read_ahead =
-            on_off("kernel-read-ahead", a.kernel_read_ahead.as_deref(), arch.kernel_reads_ahead())?;
+        let kernel_read_ahead_below =
+            read_ahead_below(a.kernel_read_ahead.as_deref(), arch.kernel_reads_ahead())?;
         let fill_blocks = on_off("fill-blocks", a.fill_blocks.as_deref(), false)?;
         let disk_charge_test = on_off("disk-charge-test", a.disk_charge_test.as_deref(), true)?;
         let refault_test = on_off("refault-test", a.refault_test.as_deref(), true)?;
@@ -780,7 +781,7 @@ impl Config {
             page_yield_above: a.page_yield_above.unwrap_or(0),
             transfer_order,
             transfers_at_once,
-            kernel_read_ahead,
+            kernel_read_ahead_below,
             disk_charge_test,
             refault_test,
             keep_cached_large,
@@ -944,6 +945,18 @@ fn on_off(name: &str, v: Option<&str>, default: bool) -> Result<bool, ConfigErro
     }
 }
 
+/// `--kernel-read-ahead`: `on` (every file), `off` (none) or a size (files smaller than it).
+fn read_ahead_below(v: Option<&str>, default: bool) -> Result<u64, ConfigError> {
+    match v {
+        None => Ok(if default { u64::MAX } else { 0 }),
+        Some("on") => Ok(u64::MAX),
+        Some("off") => Ok(0),
+        Some(s) => s.parse().or_else(|_| {
+            err(format!("--kernel-read-ahead '{s}' is not on, off or a size in bytes"))
+        }),
+    }
+}
+
 fn positive(name: &str, v: usize) -> Result<usize, ConfigError> {
     at_least(name, v, 1)
 }
@@ -1053,18 +1066,21 @@ mod tests {
         assert_eq!(c.opt.direct_io_above, direct, "large cold files read around the cache");
         assert_eq!((c.transfer_order, c.fill_ahead), (TransferOrder::Oldest, 7));
         assert_eq!(c.disk_concurrency, DiskBound::Auto);
-        assert!(!c.kernel_read_ahead, "AMPED asks ahead itself unless told not to");
+        assert_eq!(c.kernel_read_ahead_below, 0, "AMPED asks ahead itself unless told not to");
         assert_eq!(c.fill_ahead_after, Duration::ZERO, "from the first fill");
         let amped_on = parse(&[".", "--kernel-read-ahead", "on", "--fill-ahead-after", "2000"]);
         let amped_on = amped_on.unwrap();
-        assert!(amped_on.kernel_read_ahead);
+        assert_eq!(amped_on.kernel_read_ahead_below, u64::MAX);
+        let below = parse(&[".", "--kernel-read-ahead", "4194304"]).unwrap();
+        assert_eq!(below.kernel_read_ahead_below, 4 << 20, "files under 4 MiB only");
         assert_eq!(amped_on.fill_ahead_after, Duration::from_secs(2));
         for arch in ["uring", "sped", "mt", "pool", "mp", "staged"] {
             let c = parse(&[".", "--arch", arch]).unwrap();
-            assert_eq!(c.kernel_read_ahead, arch != "staged", "{arch}: the kernel reads ahead");
+            let on = c.kernel_read_ahead_below == u64::MAX;
+            assert_eq!(on, arch != "staged", "{arch}: the kernel reads ahead");
             assert_eq!(c.fill_ahead_after, Duration::from_secs(2), "{arch}");
             let off = parse(&[".", "--arch", arch, "--kernel-read-ahead", "off"]).unwrap();
-            assert!(!off.kernel_read_ahead, "{arch}");
+            assert_eq!(off.kernel_read_ahead_below, 0, "{arch}");
         }
         assert!(!c.fill_blocks, "fills splice unless told to read whole blocks");
         assert!(parse(&[".", "--fill-blocks", "on"]).unwrap().fill_blocks);
@@ -1139,7 +1155,7 @@ mod tests {
             (vec!["--chroot", "/", "--arch", "mp"], "not work with --arch mp"),
             (vec!["--transfer-order", "newest"], "--transfer-order 'newest' is not one of"),
             (vec!["--fill-ahead", "8"], "--fill-ahead 8 is not in 0..=7"),
-            (vec!["--kernel-read-ahead", "yes"], "--kernel-read-ahead 'yes' is not on or off"),
+            (vec!["--kernel-read-ahead", "yes"], "'yes' is not on, off or a size in bytes"),
             (vec!["--fill-blocks", "2"], "--fill-blocks '2' is not on or off"),
             (vec!["--fill-ahead-after", "3600001"], "--fill-ahead-after 3600001 is not in"),
             (vec!["--first-fill", "4095"], "--first-fill 4095 is not in 4096..=1048576"),

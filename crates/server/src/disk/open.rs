@@ -17,7 +17,8 @@
 //!   the size `fstat` saw came back — a file that grew or shrank in between is served from its
 //!   descriptor like a large one (its metadata and body would disagree otherwise);
 //! * a file served from its descriptor is opened for random access when
-//!   `--kernel-read-ahead off` (the server's fills and ask-ahead then decide every read);
+//!   `--kernel-read-ahead off`, or when it is at least `--kernel-read-ahead BYTES` large (the
+//!   server's fills and ask-ahead then decide every read of it);
 //! * page policy ([`crate::cache::pages`]): a small body found not resident before its read
 //!   counts as a small-file miss (memory pressure), and a body read while under pressure gives
 //!   its pages back (amped keeps its own copy). The residency test and the page drop are
@@ -42,9 +43,10 @@ pub struct OpenRules<'a> {
     pub keep_bodies_up_to: Option<u64>,
     /// The page policy small bodies report to.
     pub pages: &'a PagePolicy,
-    /// Files served from their descriptor keep the kernel's read-ahead (`--kernel-read-ahead`);
-    /// false: they are opened for random access, so the disk reads only what is asked for.
-    pub kernel_read_ahead: bool,
+    /// Files served from their descriptor and smaller than this keep the kernel's read-ahead
+    /// (`--kernel-read-ahead`); larger ones are opened for random access, so the disk reads
+    /// only what is asked for (`u64::MAX`: every file keeps it; 0: none).
+    pub kernel_read_ahead_below: u64,
 }
 
 impl<'a> OpenRules<'a> {
@@ -53,7 +55,7 @@ impl<'a> OpenRules<'a> {
         OpenRules {
             keep_bodies_up_to: cfg.opt.file_cache.then_some(cfg.small_file_bytes),
             pages,
-            kernel_read_ahead: cfg.kernel_read_ahead,
+            kernel_read_ahead_below: cfg.kernel_read_ahead_below,
         }
     }
 
@@ -182,7 +184,7 @@ fn after_stat(path: PathBuf, file: File, st: FileStat, rules: OpenRules<'_>) -> 
         return OpenStep::Done(path, Err(e));
     }
     if !rules.keeps_body(st.size) {
-        if !rules.kernel_read_ahead {
+        if st.size >= rules.kernel_read_ahead_below {
             // Sets a flag of the open file; it waits for nothing, so the loop may do it too.
             let _ = amped_sys::files::no_read_ahead(&file);
         }

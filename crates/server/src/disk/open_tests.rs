@@ -46,7 +46,11 @@ fn err<T>(errno: i32) -> io::Result<T> {
 /// `stat`, `read N`: N the most bytes asked) and what the request got.
 fn play(script: &[Script], keep_up_to: Option<u64>) -> (Vec<String>, Got) {
     let pages = PagePolicy::new(0);
-    let rules = OpenRules { keep_bodies_up_to: keep_up_to, pages: &pages, kernel_read_ahead: true };
+    let rules = OpenRules {
+        keep_bodies_up_to: keep_up_to,
+        pages: &pages,
+        kernel_read_ahead_below: u64::MAX,
+    };
     let mut open = FileOpen::new(PathBuf::from("/srv/f"));
     let (mut asked, mut script) = (Vec::new(), script.iter());
     loop {
@@ -157,7 +161,8 @@ pub(crate) fn describe(r: &io::Result<FileEntry>) -> String {
 fn the_blocking_driver_opens_regular_files_only() {
     let dir = tree();
     let pages = PagePolicy::new(0);
-    let rules = OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead: true };
+    let rules =
+        OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead_below: u64::MAX };
     for (name, want) in BLOCKING_ANSWERS {
         let got = open_blocking(dir.path().join(name), rules);
         assert_eq!(describe(&got), *want, "{name}");
@@ -173,7 +178,8 @@ fn a_cold_small_body_means_pressure_and_gives_its_pages_back() {
     let path = dir.path().join("small");
     File::open(&path).unwrap().sync_all().unwrap(); // written back, so its pages can go
     let pages = PagePolicy::new(64);
-    let rules = OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead: true };
+    let rules =
+        OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead_below: u64::MAX };
 
     // Resident (just written): no miss, no pressure, the pages stay.
     let warm = open_blocking(path.clone(), rules).unwrap();
@@ -193,29 +199,55 @@ fn a_cold_small_body_means_pressure_and_gives_its_pages_back() {
     assert_eq!(residency::is_resident(&cold.file, 0, cold.size).ok(), Some(false));
 }
 
-#[test]
-fn with_kernel_read_ahead_off_a_read_brings_in_only_its_own_pages() {
+/// Opens a fresh 1 MiB file under `rules`, drops its pages and reads its first page: whether
+/// the page after it was read too (the kernel's read-ahead), or `None` where this file system
+/// keeps its pages.
+fn page_after_one_read_is_resident(rules: OpenRules<'_>) -> Option<bool> {
     let dir = tree();
     let path = dir.path().join("large");
     std::fs::write(&path, vec![5u8; 1 << 20]).unwrap();
     File::open(&path).unwrap().sync_all().unwrap(); // written back, so its pages can go
-    let pages = PagePolicy::new(0);
-    let rules = OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead: false };
     let entry = open_blocking(path.clone(), rules).unwrap();
     residency::evict(&entry.file).unwrap();
     if residency::is_resident(&entry.file, 0, 4096).unwrap_or(true) {
         eprintln!("skipped: this file system keeps the pages of {path:?}");
-        return;
+        return None;
     }
     let mut page = [0u8; 4096];
     assert_eq!(amped_sys::files::read_at(&entry.file, &mut page, 0).unwrap(), 4096);
     assert_eq!(page, [5u8; 4096]);
     assert_eq!(residency::is_resident(&entry.file, 0, 4096).ok(), Some(true));
+    let next = residency::is_resident(&entry.file, 4096, 4096).unwrap();
+    let later = residency::is_resident(&entry.file, 64 << 10, 64 << 10).unwrap();
+    assert!(next || !later, "a later page came in without the next one");
+    Some(next)
+}
+
+#[test]
+fn with_kernel_read_ahead_off_a_read_brings_in_only_its_own_pages() {
+    let pages = PagePolicy::new(0);
+    let off = OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead_below: 0 };
     // The kernel's first read-ahead window would have brought in at least the next pages.
-    assert_eq!(
-        residency::is_resident(&entry.file, 4096, 4096).ok(),
-        Some(false),
-        "the page after the read was read ahead"
+    let read_ahead = page_after_one_read_is_resident(off);
+    assert_ne!(read_ahead, Some(true), "the page after the read was read ahead");
+}
+
+#[test]
+fn a_read_ahead_size_keeps_the_kernels_read_ahead_for_smaller_files_only() {
+    let pages = PagePolicy::new(0);
+    let rules = |below| OpenRules {
+        keep_bodies_up_to: Some(64),
+        pages: &pages,
+        kernel_read_ahead_below: below,
+    };
+    // A file of exactly the size is read as with `off`.
+    assert_ne!(
+        page_after_one_read_is_resident(rules(1 << 20)),
+        Some(true),
+        "1 MiB file, below 1 MiB"
     );
-    assert_eq!(residency::is_resident(&entry.file, 64 << 10, 64 << 10).ok(), Some(false));
+    // One byte more and the file keeps the kernel's read-ahead, where the device reads ahead.
+    if page_after_one_read_is_resident(rules((1 << 20) + 1)) == Some(false) {
+        eprintln!("skipped: this device does not read ahead");
+    }
 }

@@ -124,8 +124,11 @@ mod tests {
         let mut ring = Ring::new(8).expect("io_uring available");
         let dir = tree();
         let pages = PagePolicy::new(0);
-        let rules =
-            OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead: true };
+        let rules = OpenRules {
+            keep_bodies_up_to: Some(64),
+            pages: &pages,
+            kernel_read_ahead_below: u64::MAX,
+        };
         for (name, want) in BLOCKING_ANSWERS {
             let r = open_on_ring(&mut ring, dir.path().join(name), rules);
             assert_eq!(r.url_path, "/url");
@@ -141,8 +144,11 @@ mod tests {
         let file = std::fs::File::open(&path).unwrap();
         file.sync_all().unwrap(); // written back, so its pages can go
         let pages = PagePolicy::new(64);
-        let rules =
-            OpenRules { keep_bodies_up_to: Some(64), pages: &pages, kernel_read_ahead: true };
+        let rules = OpenRules {
+            keep_bodies_up_to: Some(64),
+            pages: &pages,
+            kernel_read_ahead_below: u64::MAX,
+        };
         // Read once while resident: then its miss is a refault, not a first reading.
         let warm = open_on_ring(&mut ring, path.clone(), rules);
         assert!(warm.file.unwrap().unwrap().body.is_some());
