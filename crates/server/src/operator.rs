@@ -253,6 +253,7 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         disk_charge_test => "--disk-charge-test",
         refault_test => "--refault-test",
         keep_cached_large => "--keep-cached-large",
+        share_large_reads => "--share-large-reads",
         fill_blocks => "--fill-blocks",
         fill_ahead => "--fill-ahead",
         fill_ahead_after => "--fill-ahead-after",

@@ -15,7 +15,7 @@
 //! the read + write path below — the same residency test; a cold chunk is read by a job into
 //! the response's buffer (`Job::Copy`), which the loop then writes.
 
-use crate::cache::file::ReadInFlight;
+use crate::cache::file::{ColdTransfer, ReadInFlight};
 use crate::config::ReadPath;
 use crate::disk::Copied;
 use crate::fill_size::FillSize;
@@ -95,7 +95,8 @@ pub struct Outgoing {
     /// How much the next fill asks for ([`crate::fill_size`], at most a pipe's capacity).
     fill: FillSize,
     /// A chunk of this body was cold: the rest goes through jobs too (see `send_file_step`).
-    met_disk: bool,
+    /// Held until the response ends, it counts this response among the file's cold transfers.
+    met_disk: Option<ColdTransfer>,
 }
 
 impl Outgoing {
@@ -109,7 +110,7 @@ impl Outgoing {
             failed: None,
             since: Instant::now(),
             fill: FillSize::default(),
-            met_disk: false,
+            met_disk: None,
         }
     }
 
@@ -282,7 +283,8 @@ impl Outgoing {
         // Untested pages after a cold chunk go to a job without a test (below); pages known
         // before the socket made the loop wait are tested again, even then: they were read in
         // completely, so the test can only find them reclaimed, never still being read.
-        let untested = opts.residency_test && self.met_disk && in_memory == InMemory::Untested;
+        let untested =
+            opts.residency_test && self.met_disk.is_some() && in_memory == InMemory::Untested;
         if untested {
             report_if_cold(&file, pos, chunk, p);
         }
@@ -295,7 +297,9 @@ impl Outgoing {
             // cache before their read completes, and a residency test counts them as there,
             // so a `sendfile` of them would wait for the disk on the loop (found with
             // `--debox`, docs/DEBOX.md). A job waits for them on a helper instead.
-            self.met_disk = true;
+            if self.met_disk.is_none() {
+                self.met_disk = Some(ColdTransfer::start(file.clone()));
+            }
             let remaining = len - self.plan.body_sent();
             let direct = p.reads_around_cache(&file);
             let job =

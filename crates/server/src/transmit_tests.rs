@@ -515,6 +515,28 @@ fn while_the_disks_bytes_bind_large_cold_files_take_pipes() {
     assert!(asked.iter().all(|a| matches!(a, Asked::Direct(..))), "requests bind: {asked:?}");
 }
 
+/// `--share-large-reads 2`: while another response of the same large file is reading it
+/// from the disk, this one's cold chunks go through the page cache (the two share its pages);
+/// alone, it reads around the cache as before.
+#[test]
+fn a_large_file_another_response_reads_from_the_disk_goes_through_the_cache() {
+    let _budget = crate::copy_budget::exclusive();
+    let on = Args { share_large_reads: Some(2), ..Default::default() };
+    let Some(t) = LargeAndSmall::with("shared.bin", 3 << 20, on) else {
+        return; // no direct reads here (see the test above)
+    };
+    let other = crate::cache::file::ColdTransfer::start(t.large.clone());
+    let (got, asked, err) = t.send_after_a_small_miss();
+    assert!(err.is_none(), "{err:?}");
+    assert!(got == with_head(HEAD, &t.bytes), "the body differs");
+    assert!(asked.iter().all(|a| matches!(a, Asked::Fill(..))), "shared: pipes, {asked:?}");
+    drop(other);
+    assert_eq!(t.large.cold_transfers(), 0, "a finished response stops counting");
+    let (got, asked, _) = t.send_after_a_small_miss();
+    assert!(got == with_head(HEAD, &t.bytes), "the body differs");
+    assert!(asked.iter().all(|a| matches!(a, Asked::Direct(..))), "alone: direct, {asked:?}");
+}
+
 /// A direct trip takes its huge page and its share of the copy budget when its read starts,
 /// not when it is queued (trips waiting in the lane hold no memory). With the budget held by
 /// other trips at that moment it becomes a pipe fill — counted in `direct_budget_full` — and

@@ -55,6 +55,8 @@ pub struct FileEntry {
     pub body: Option<Arc<[u8]>>,
     /// Reads of its pages under way on helpers ([`ReadInFlight`]).
     reads: AtomicU32,
+    /// Responses under way that met the disk with it ([`ColdTransfer`]).
+    cold_transfers: AtomicU32,
     /// The same file opened for direct reads (`--direct-io-above`), once one was wanted;
     /// `None` inside where it cannot be (a file system without direct I/O).
     direct: OnceLock<Option<File>>,
@@ -90,6 +92,27 @@ impl Drop for ReadInFlight {
     }
 }
 
+/// A response of a file that met the disk (one of its chunks was cold), from then until the
+/// response ends: held by the response. While `--share-large-reads` or more responses hold one
+/// for the same file, the page policy reads it through the page cache so they share its pages
+/// ([`crate::cache::pages`]).
+#[derive(Debug)]
+pub struct ColdTransfer(Arc<FileEntry>);
+
+impl ColdTransfer {
+    /// A response of `file` met the disk (it stops counting when this is dropped).
+    pub fn start(file: Arc<FileEntry>) -> ColdTransfer {
+        file.cold_transfers.fetch_add(1, Ordering::AcqRel);
+        ColdTransfer(file)
+    }
+}
+
+impl Drop for ColdTransfer {
+    fn drop(&mut self) {
+        self.0.cold_transfers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 impl FileEntry {
     /// Builds an entry from an open file's metadata.
     pub fn new(
@@ -115,6 +138,7 @@ impl FileEntry {
             access: Access { mode: st.mode, uid: st.uid, gid: st.gid },
             body,
             reads: AtomicU32::new(0),
+            cold_transfers: AtomicU32::new(0),
             direct: OnceLock::new(),
         }
     }
@@ -131,6 +155,12 @@ impl FileEntry {
     #[inline]
     pub fn being_read(&self) -> bool {
         self.reads.load(Ordering::Acquire) > 0
+    }
+
+    /// How many responses under way met the disk with this file ([`ColdTransfer`]).
+    #[inline]
+    pub fn cold_transfers(&self) -> u32 {
+        self.cold_transfers.load(Ordering::Acquire)
     }
 
     /// Same file, same version, same access: device, inode, size, mtime, mode and owner all

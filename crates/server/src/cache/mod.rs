@@ -72,7 +72,8 @@ impl<T: Clone> Caches<T> {
                 .header_cache
                 .then(|| Mutex::new(HeaderCache::new(cfg.file_cache_entries))),
             pages: PagePolicy::with_direct(cfg.page_yield_above, cfg.opt.direct_io_above)
-                .with_evidence(cfg.refault_test, cfg.keep_cached_large),
+                .with_evidence(cfg.refault_test, cfg.keep_cached_large)
+                .sharing_large_reads(cfg.share_large_reads),
         }
     }
 }

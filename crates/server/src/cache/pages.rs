@@ -25,7 +25,11 @@
 //! stay cached, whose missing pages go into the cache too, so that it stays whole — read
 //! around the cache, the rest of it would be evicted and the whole read again next time. A
 //! file read around the cache gains no pages, so one that is not kept drifts out and stays
-//! out; one that is kept stays in. Nor while the disk's
+//! out; one that is kept stays in. Nor, with `--share-large-reads N`, while N or more responses
+//! read a large file from the disk at once ([`super::file::ColdTransfer`]): through the page
+//! cache they share its pages (the later transfers find what the first one read), where
+//! around it each would read the whole file again — and a file many clients fetch at once
+//! gains pages this way until it is kept. Nor while the disk's
 //! bytes bind rather than its requests ([`crate::arch::disk_charge`]): there a file read
 //! again costs what the disk is short of, and the requests a direct read saves do not.
 //!
@@ -79,6 +83,9 @@ pub struct PagePolicy {
     /// Whether a large file at least half cached is read through the page cache
     /// (`--keep-cached-large`).
     keep_cached: bool,
+    /// A large file at least this many responses read from the disk at once is read through
+    /// the page cache (`--share-large-reads`; 0: never).
+    share_reads_from: u32,
     /// Files sent under pressure, oldest first, with when they were sent.
     waiting: Mutex<VecDeque<(Instant, Arc<FileEntry>)>>,
     /// `waiting`'s length, readable without the lock.
@@ -104,6 +111,7 @@ impl PagePolicy {
             was_cached: WasCached::default(),
             refaults_only: true,
             keep_cached: true,
+            share_reads_from: 0,
             waiting: Mutex::new(VecDeque::new()),
             queued: AtomicUsize::new(0),
         }
@@ -114,6 +122,12 @@ impl PagePolicy {
     /// them it holds where `keep_cached` is false (`--keep-cached-large off`).
     pub fn with_evidence(self, refaults_only: bool, keep_cached: bool) -> PagePolicy {
         PagePolicy { refaults_only, keep_cached, ..self }
+    }
+
+    /// The same policy, reading a large file through the page cache while at least `from`
+    /// responses read it from the disk (`--share-large-reads`; 0: never).
+    pub fn sharing_large_reads(self, from: u32) -> PagePolicy {
+        PagePolicy { share_reads_from: from, ..self }
     }
 
     /// Reports that `file` has just been sent in full. Under pressure a large file is queued
@@ -189,10 +203,12 @@ impl PagePolicy {
     /// Whether a cold chunk of `file` is to be read around the page cache now: it is at least
     /// `--direct-io-above`, on a block device, a smaller file was found cold again within the
     /// last second, the disk's bytes are not what binds (`--disk-charge-test`), and the page
-    /// cache does not hold half of it already (`--keep-cached-large`).
+    /// cache does not hold half of it already (`--keep-cached-large`), nor are enough responses
+    /// reading it from the disk at once to share its pages (`--share-large-reads`).
     pub fn reads_around(&self, file: &FileEntry) -> bool {
         amped_sys::direct::on_block_device(file.dev)
             && self.reads_around_at(file.size, Instant::now())
+            && !(self.share_reads_from > 0 && file.cold_transfers() >= self.share_reads_from)
             && !(self.keep_cached && kept_by_the_cache(file))
     }
 

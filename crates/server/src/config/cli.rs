@@ -104,6 +104,11 @@ pub struct Args {
     /// stay cached stays whole [default: on].
     #[arg(long, value_name = "on|off")]
     pub keep_cached_large: Option<String>,
+    /// A large file that at least this many responses are reading from the disk at once has
+    /// its cold chunks read through the page cache, not around it (`--direct-io-above`), so the
+    /// transfers share its pages instead of each reading the whole file (0: never) [default: 8].
+    #[arg(long, value_name = "N")]
+    pub share_large_reads: Option<u32>,
     /// The order in which the read lane serves chunks of transfers under way: `oldest` (the
     /// response that began first goes first) or `fair` (each transfer's next chunk queues
     /// behind the others': a nearly finished response is not kept behind a long one, but long
@@ -383,6 +388,7 @@ impl Args {
             disk_charge_test,
             refault_test,
             keep_cached_large,
+            share_large_reads,
             transfer_order,
             transfers_at_once,
             kernel_read_ahead,

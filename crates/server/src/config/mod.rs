@@ -277,6 +277,13 @@ pub const DIRECT_IO_LEAST: u64 = amped_sys::direct::HUGE as u64;
 /// `--direct-io-above`'s default where the memory to cache files in is unknown.
 pub const DIRECT_IO_UNKNOWN_MEMORY: u64 = 8 << 20;
 
+/// `--share-large-reads`'s default: a large file eight or more responses read from the disk at
+/// once goes through the page cache. Two and four at once lost 16–46 % on a heavy-tailed log
+/// (its large files are not asked for close enough in time for their pages to be shared);
+/// eight was level there and took a log with three popular 40 MB downloads out of its bad
+/// state (docs/BENCHMARKS.md §3b, session 30).
+pub const DEFAULT_SHARE_LARGE_READS: u32 = 8;
+
 /// `--direct-io-above`'s default with `memory` bytes to cache files in ([`memory::available`]):
 /// a 32nd of it, at least [`DIRECT_IO_LEAST`]. With more memory, larger files stay cached
 /// until they are asked for again, and reading them around the cache would read them again
@@ -367,6 +374,9 @@ pub struct Config {
     /// A large file at least half cached is read through the page cache
     /// (`--keep-cached-large`, [`crate::cache::pages`]).
     pub keep_cached_large: bool,
+    /// A large file at least this many responses read from the disk at once is read through
+    /// the page cache (`--share-large-reads`, [`crate::cache::pages`]; 0: never).
+    pub share_large_reads: u32,
     /// A pipe fill moves pages through a huge-page mapping of the file, which reads whole
     /// 2 MiB blocks (`--fill-blocks`).
     pub fill_blocks: bool,
@@ -663,6 +673,12 @@ impl Config {
         let disk_charge_test = on_off("disk-charge-test", a.disk_charge_test.as_deref(), true)?;
         let refault_test = on_off("refault-test", a.refault_test.as_deref(), true)?;
         let keep_cached_large = on_off("keep-cached-large", a.keep_cached_large.as_deref(), true)?;
+        let share_large_reads = match a.share_large_reads {
+            Some(n) if n > 1024 => {
+                return err(format!("--share-large-reads {n} is not in 0..=1024"));
+            }
+            n => n.unwrap_or(DEFAULT_SHARE_LARGE_READS),
+        };
         let fill_ahead = match a.fill_ahead {
             Some(n) if n > 7 => return err(format!("--fill-ahead {n} is not in 0..=7")),
             n => n.unwrap_or(FILL_AHEAD),
@@ -785,6 +801,7 @@ impl Config {
             disk_charge_test,
             refault_test,
             keep_cached_large,
+            share_large_reads,
             fill_blocks,
             fill_ahead,
             fill_ahead_after,
@@ -1047,6 +1064,9 @@ mod tests {
         assert!(parse(&[".", "--refault-test", "sometimes"]).is_err());
         assert!(parse(&["."]).unwrap().keep_cached_large);
         assert!(!parse(&[".", "--keep-cached-large", "off"]).unwrap().keep_cached_large);
+        assert_eq!(parse(&["."]).unwrap().share_large_reads, 8, "shared from 8 at once");
+        assert_eq!(parse(&[".", "--share-large-reads", "0"]).unwrap().share_large_reads, 0);
+        assert_eq!(parse(&[".", "--share-large-reads", "4"]).unwrap().share_large_reads, 4);
         assert_eq!(parse(&["."]).unwrap().first_fill, 128 << 10, "a first trip of 128 KiB");
         assert_eq!(parse(&[".", "--first-fill", "1048576"]).unwrap().first_fill, 1 << 20);
         assert_eq!(parse(&["."]).unwrap().transfers_at_once, 0, "any number reads at once");
@@ -1156,6 +1176,7 @@ mod tests {
             (vec!["--transfer-order", "newest"], "--transfer-order 'newest' is not one of"),
             (vec!["--fill-ahead", "8"], "--fill-ahead 8 is not in 0..=7"),
             (vec!["--kernel-read-ahead", "yes"], "'yes' is not on, off or a size in bytes"),
+            (vec!["--share-large-reads", "1025"], "--share-large-reads 1025 is not in 0..=1024"),
             (vec!["--fill-blocks", "2"], "--fill-blocks '2' is not on or off"),
             (vec!["--fill-ahead-after", "3600001"], "--fill-ahead-after 3600001 is not in"),
             (vec!["--first-fill", "4095"], "--first-fill 4095 is not in 4096..=1048576"),

@@ -358,8 +358,8 @@ impl UringLoop {
                     self.pipeline.chunk_not_resident(&file);
                 }
                 let cold = missed || out.met_disk;
-                out.met_disk = cold;
                 if cold {
+                    out.meets_disk(&file);
                     // A response all in memory never gets here: no clock read on its path.
                     if !self.gate.try_start() {
                         // No buffer waits for the disk: behind a capped disk every connection

@@ -49,6 +49,9 @@ pub(super) struct Sending {
     /// A read of this response found its chunk not in memory: from then on its reads take
     /// the disk gate and ask ahead.
     pub met_disk: bool,
+    /// Held from then until the response ends: it counts this response among the file's cold
+    /// transfers (`--share-large-reads`).
+    cold_mark: Option<crate::cache::file::ColdTransfer>,
     /// The file offset up to which the disk was asked ahead (`--fill-ahead`; 0: not yet).
     asked_to: u64,
     /// How much its next read from the disk takes.
@@ -88,6 +91,7 @@ impl Sending {
             since: std::time::Instant::now(),
             cold_read: false,
             met_disk: false,
+            cold_mark: None,
             asked_to: 0,
             fill: FillSize::default(),
             plan,
@@ -171,6 +175,16 @@ impl Sending {
     pub fn body_rest(&self, offset: u64) -> u64 {
         let Body::File { offset: start, len, .. } = &self.resp.body else { return 0 };
         (start + len).saturating_sub(offset)
+    }
+
+    /// A read of `file` for this response found its chunk not in memory (or one before it
+    /// did): every further read takes the disk gate, and the response counts among the file's
+    /// cold transfers until it ends.
+    pub fn meets_disk(&mut self, file: &Arc<crate::cache::FileEntry>) {
+        self.met_disk = true;
+        if self.cold_mark.is_none() {
+            self.cold_mark = Some(crate::cache::file::ColdTransfer::start(file.clone()));
+        }
     }
 
     /// What to ask the disk for ahead of the read at `offset` (`--fill-ahead`, see
