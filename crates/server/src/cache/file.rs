@@ -70,25 +70,18 @@ pub struct FileEntry {
 /// cap, docs/BENCHMARKS.md E5 session 7). [`FileEntry::being_read`] tells the send path. The
 /// mark holds the file it marks, so a job that reads a file carries it only here.
 #[derive(Debug)]
-pub struct ReadInFlight(Arc<FileEntry>);
+pub struct ReadInFlight(Counted);
 
 impl ReadInFlight {
     /// A read of `file`'s pages begins (it ends when this is dropped).
     pub fn start(file: Arc<FileEntry>) -> ReadInFlight {
-        file.reads.fetch_add(1, Ordering::AcqRel);
-        ReadInFlight(file)
+        ReadInFlight(Counted::up(file, |f| &f.reads))
     }
 
     /// The file being read.
     #[inline]
     pub fn file(&self) -> &Arc<FileEntry> {
-        &self.0
-    }
-}
-
-impl Drop for ReadInFlight {
-    fn drop(&mut self) {
-        self.0.reads.fetch_sub(1, Ordering::AcqRel);
+        &self.0.file
     }
 }
 
@@ -97,19 +90,35 @@ impl Drop for ReadInFlight {
 /// for the same file, the page policy reads it through the page cache so they share its pages
 /// ([`crate::cache::pages`]).
 #[derive(Debug)]
-pub struct ColdTransfer(Arc<FileEntry>);
+pub struct ColdTransfer {
+    /// Held only to be dropped: the count goes down with it.
+    _held: Counted,
+}
 
 impl ColdTransfer {
     /// A response of `file` met the disk (it stops counting when this is dropped).
     pub fn start(file: Arc<FileEntry>) -> ColdTransfer {
-        file.cold_transfers.fetch_add(1, Ordering::AcqRel);
-        ColdTransfer(file)
+        ColdTransfer { _held: Counted::up(file, |f| &f.cold_transfers) }
     }
 }
 
-impl Drop for ColdTransfer {
+/// One of a file's counters, raised while this lives: the mark both kinds above are made of.
+#[derive(Debug)]
+struct Counted {
+    file: Arc<FileEntry>,
+    counter: fn(&FileEntry) -> &AtomicU32,
+}
+
+impl Counted {
+    fn up(file: Arc<FileEntry>, counter: fn(&FileEntry) -> &AtomicU32) -> Counted {
+        counter(&file).fetch_add(1, Ordering::AcqRel);
+        Counted { file, counter }
+    }
+}
+
+impl Drop for Counted {
     fn drop(&mut self) {
-        self.0.cold_transfers.fetch_sub(1, Ordering::AcqRel);
+        (self.counter)(&self.file).fetch_sub(1, Ordering::AcqRel);
     }
 }
 
