@@ -106,7 +106,8 @@ pub struct Args {
     pub keep_cached_large: Option<String>,
     /// A large file that at least this many responses are reading from the disk at once has
     /// its cold chunks read through the page cache, not around it (`--direct-io-above`), so the
-    /// transfers share its pages instead of each reading the whole file (0: never) [default: 8].
+    /// transfers share its pages instead of each reading the whole file (0: never) [default: 8;
+    /// 0 under --arch uring].
     #[arg(long, value_name = "N")]
     pub share_large_reads: Option<u32>,
     /// The order in which the read lane serves chunks of transfers under way: `oldest` (the
