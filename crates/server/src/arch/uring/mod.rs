@@ -357,7 +357,7 @@ impl UringLoop {
                 if missed {
                     self.pipeline.chunk_not_resident(&file);
                 }
-                let cold = missed || out.met_disk;
+                let cold = missed || out.met_disk();
                 if cold {
                     out.meets_disk(&file);
                     // A response all in memory never gets here: no clock read on its path.

@@ -47,11 +47,9 @@ pub(super) struct Sending {
     /// The read in flight holds one of the disk gate's slots.
     pub cold_read: bool,
     /// A read of this response found its chunk not in memory: from then on its reads take
-    /// the disk gate and ask ahead.
-    pub met_disk: bool,
-    /// Held from then until the response ends: it counts this response among the file's cold
-    /// transfers (`--share-large-reads`).
-    cold_mark: Option<crate::cache::file::ColdTransfer>,
+    /// the disk gate and ask ahead. Held until the response ends, it counts this response
+    /// among the file's cold transfers (`--share-large-reads`).
+    met_disk: Option<crate::cache::file::ColdTransfer>,
     /// The file offset up to which the disk was asked ahead (`--fill-ahead`; 0: not yet).
     asked_to: u64,
     /// How much its next read from the disk takes.
@@ -90,8 +88,7 @@ impl Sending {
             resp,
             since: std::time::Instant::now(),
             cold_read: false,
-            met_disk: false,
-            cold_mark: None,
+            met_disk: None,
             asked_to: 0,
             fill: FillSize::default(),
             plan,
@@ -181,10 +178,15 @@ impl Sending {
     /// did): every further read takes the disk gate, and the response counts among the file's
     /// cold transfers until it ends.
     pub fn meets_disk(&mut self, file: &Arc<crate::cache::FileEntry>) {
-        self.met_disk = true;
-        if self.cold_mark.is_none() {
-            self.cold_mark = Some(crate::cache::file::ColdTransfer::start(file.clone()));
+        if self.met_disk.is_none() {
+            self.met_disk = Some(crate::cache::file::ColdTransfer::start(file.clone()));
         }
+    }
+
+    /// Whether a read of this response has found its chunk not in memory.
+    #[inline]
+    pub fn met_disk(&self) -> bool {
+        self.met_disk.is_some()
     }
 
     /// What to ask the disk for ahead of the read at `offset` (`--fill-ahead`, see
@@ -193,7 +195,7 @@ impl Sending {
     /// asks.
     pub fn ask_ahead(&mut self, offset: u64, pieces: u64) -> Range<u64> {
         let Body::File { offset: start, len, .. } = &self.resp.body else { return 0..0 };
-        if !self.met_disk {
+        if !self.met_disk() {
             return 0..0;
         }
         let r = ask_ahead::range(offset, start + len, pieces, self.asked_to);
@@ -325,7 +327,8 @@ mod tests {
         let mut warm = Sending::new(file_response(20 * p));
         assert!((0..20).all(|i| warm.ask_ahead(i * p, 3).is_empty()), "all in memory");
         let mut cold = Sending::new(file_response(20 * p));
-        cold.met_disk = true;
+        let Body::File { file, .. } = &cold.resp.body else { unreachable!("a file response") };
+        cold.meets_disk(&file.clone());
         assert!(cold.ask_ahead(0, 0).is_empty(), "too young to ask (no pieces)");
         assert_eq!(
             cold.ask_ahead(p, 3),
