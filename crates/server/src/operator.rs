@@ -257,6 +257,7 @@ pub fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
         fill_blocks => "--fill-blocks",
         fill_ahead => "--fill-ahead",
         fill_ahead_after => "--fill-ahead-after",
+        fill_ahead_yields => "--fill-ahead-yields",
         first_fill => "--first-fill",
         disk_concurrency => "--disk-concurrency",
         metadata_helpers => "--metadata-helpers/--metadata-helpers-max",

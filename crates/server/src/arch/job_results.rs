@@ -136,7 +136,19 @@ impl Reporter {
     /// Runs `job` for `token` on this thread and queues the result (not yet announced: see
     /// [`Reporter::wake`]). False once the loop has gone away.
     pub fn run(&self, pipeline: &Pipeline, token: u64, job: Job) -> bool {
-        let run = std::panic::AssertUnwindSafe(|| pipeline.run_job(job));
+        self.run_beside(pipeline, token, job, false)
+    }
+
+    /// As [`Reporter::run`], with resolves or first reads queued behind the job
+    /// (`new_requests_wait`, see [`crate::disk::Job::run`]).
+    pub fn run_beside(
+        &self,
+        pipeline: &Pipeline,
+        token: u64,
+        job: Job,
+        new_requests_wait: bool,
+    ) -> bool {
+        let run = std::panic::AssertUnwindSafe(|| pipeline.run_job_beside(job, new_requests_wait));
         let done = std::panic::catch_unwind(run).unwrap_or(JobDone::Failed);
         pipeline.helper_ran_job();
         self.tx.send((token, done)).is_ok()

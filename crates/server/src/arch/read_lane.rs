@@ -165,6 +165,11 @@ impl ReadLane {
         self.lock().queues.transfers_wait()
     }
 
+    /// Whether a first read of a new response waits for a helper.
+    pub fn new_responses_wait(&self) -> bool {
+        self.lock().queues.new_responses_wait()
+    }
+
     /// Jobs waiting.
     pub fn len(&self) -> usize {
         self.lock().queues.len()
@@ -224,6 +229,20 @@ mod tests {
         lane.push(4, read_job(t0, false));
         lane.push(5, read_job(t0, false));
         assert_eq!((lane.pop().unwrap().0, lane.pop().unwrap().0), (4, 5));
+    }
+
+    #[test]
+    fn only_a_queued_first_read_counts_as_a_new_request_waiting() {
+        let lane = ReadLane::new(TransferOrder::Oldest, DiskConcurrency::fixed(64));
+        let t0 = Instant::now();
+        assert!(!lane.new_responses_wait(), "empty");
+        lane.push(1, read_job(t0, true));
+        assert!(!lane.new_responses_wait(), "a transfer under way is not a new request");
+        lane.push(2, read_job(t0, false));
+        assert!(lane.new_responses_wait());
+        let taken: Vec<u64> = (0..2).map(|_| lane.pop().unwrap().0).collect();
+        assert!(taken.contains(&2));
+        assert!(!lane.new_responses_wait(), "taken by a helper: no longer waiting");
     }
 
     #[test]

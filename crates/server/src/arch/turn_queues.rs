@@ -85,6 +85,11 @@ impl<T> TurnQueues<T> {
     pub fn transfers_wait(&self) -> bool {
         !self.continuing.is_empty()
     }
+
+    /// Whether a first read of a new response waits.
+    pub fn new_responses_wait(&self) -> bool {
+        !self.fresh.is_empty()
+    }
 }
 
 /// An item ordered by the age of the response it serves, then by when it was queued.

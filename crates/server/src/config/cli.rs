@@ -145,6 +145,13 @@ pub struct Args {
     /// queue behind it (0: every fill) [default: 0 under --arch amped, 2000 otherwise].
     #[arg(long, value_name = "MS")]
     pub fill_ahead_after: Option<u64>,
+    /// Whether a transfer off a block device (FUSE, NFS) holds back its ask-ahead while new
+    /// requests wait for the disk, where its pieces would only go ahead of them (on a block
+    /// device the advice merges into one large request and always goes): lower latency for
+    /// small requests at a fixed rate, less throughput and unanswered large files at infinite
+    /// demand [default: off].
+    #[arg(long, value_name = "on|off")]
+    pub fill_ahead_yields: Option<String>,
     /// What a cold response's first trip through the disk reads, in bytes (4096-1048576);
     /// each later trip doubles, up to a pipe's capacity, and a rest of at most twice this goes
     /// in one trip [default: 131072].
@@ -396,6 +403,7 @@ impl Args {
             fill_blocks,
             fill_ahead,
             fill_ahead_after,
+            fill_ahead_yields,
             first_fill,
             disk_concurrency,
             metadata_helpers,

@@ -16,9 +16,28 @@ pub const PIECE: u64 = 128 << 10;
 
 /// How many pieces to ask ahead for: `--fill-ahead`'s, once the transfer has been under way
 /// for `--fill-ahead-after` (so only the few long transfers take a deeper share of the disk's
-/// queue, and a new response's first read does not put reads ahead of others').
-pub fn pieces(fill_ahead: u64, after: Duration, age: Duration) -> u64 {
-    if age >= after { fill_ahead } else { 0 }
+/// queue, and a new response's first read does not put reads ahead of others'), and none
+/// while asking would only put the transfer ahead of new requests ([`yields`]).
+pub fn pieces(fill_ahead: u64, after: Duration, age: Duration, yields: bool) -> u64 {
+    if age >= after && !yields { fill_ahead } else { 0 }
+}
+
+/// Whether a transfer of a file on device `dev` (its `st_dev`) holds back its ask-ahead
+/// because new requests wait for the disk (`new_requests_wait`: a resolve or a first read
+/// queued in the server; the callers pass it only with `--fill-ahead-yields on`).
+///
+/// On a block device the advice and the read become one large request, fewer requests for
+/// the same bytes, which a disk that caps requests charges for, so asking ahead helps
+/// everyone and goes on. Elsewhere (FUSE, NFS) every piece is a request of its own: asking
+/// ahead gains nothing in size and only puts the transfer's pieces in the disk's queue before
+/// the requests waiting in the server's. On the one-arm disk model, with 0.2 % of requests for
+/// files of 10–91 MB at 62 and 114 req/s, yielding took amped's p95 from 1.4–3.4 s to 137–158
+/// ms. But at infinite demand new requests always wait, so the large files there lose the
+/// deeper share that keeps them moving: on a heavy-tailed log −40 % Mb/s with 9–10 requests
+/// unanswered on the one-arm disk, −8 to −20 % on the SSD-like one. Hence an option, off by
+/// default (docs/BENCHMARKS.md §3b, session 31).
+pub fn yields(dev: u64, new_requests_wait: bool) -> bool {
+    new_requests_wait && !amped_sys::direct::on_block_device(dev)
 }
 
 /// The bytes to advise for a read at `offset`: the piece being read and up to `pieces` pieces
@@ -73,8 +92,19 @@ mod tests {
             (3, ms(1000), ms(1000), 3), // one that old does
             (0, ms(0), ms(5000), 0),    // with none configured, none
         ] {
-            assert_eq!(pieces(fill_ahead, after, age), want, "{fill_ahead} {after:?} {age:?}");
+            let got = pieces(fill_ahead, after, age, false);
+            assert_eq!(got, want, "{fill_ahead} {after:?} {age:?}");
         }
+        assert_eq!(pieces(7, ms(0), ms(5000), true), 0, "a transfer that yields asks for none");
+    }
+
+    #[test]
+    fn only_a_transfer_off_a_block_device_yields_and_only_while_new_requests_wait() {
+        let (block, fuse) = (libc::makedev(254, 0), libc::makedev(0, 57));
+        assert!(yields(fuse, true), "FUSE, requests waiting: its pieces would jump them");
+        assert!(!yields(fuse, false), "nobody waits: ask ahead");
+        assert!(!yields(block, true), "a block device merges the advice into one request");
+        assert!(!yields(block, false));
     }
 
     #[test]

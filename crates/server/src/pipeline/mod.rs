@@ -642,10 +642,16 @@ impl Pipeline {
         }
     }
 
-    /// Runs a job on the calling thread (blocking).
+    /// Runs a job on the calling thread (blocking), nothing queued behind it.
     pub fn run_job(&self, job: Job) -> JobDone {
+        self.run_job_beside(job, false)
+    }
+
+    /// Runs a job on the calling thread (blocking); `new_requests_wait`: resolves or first
+    /// reads are queued for the disk behind it ([`Job::run`]).
+    pub fn run_job_beside(&self, job: Job, new_requests_wait: bool) -> JobDone {
         let direct = matches!(job, Job::Copy { direct: true, .. });
-        let done = job.run(&self.cfg, &self.caches.pages);
+        let done = job.run(&self.cfg, &self.caches.pages, new_requests_wait);
         // The path a cold chunk took, known only now: a direct trip finds its page when its
         // read starts, or becomes a pipe fill.
         match &done {

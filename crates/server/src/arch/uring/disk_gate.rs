@@ -97,6 +97,11 @@ impl DiskGate {
         Some(read)
     }
 
+    /// Whether a first read of a new response waits for a slot.
+    pub fn new_reads_wait(&self) -> bool {
+        self.waiting.new_responses_wait()
+    }
+
     /// Reads waiting for a slot.
     #[cfg(test)]
     pub fn waiting(&self) -> usize {

@@ -370,7 +370,12 @@ impl UringLoop {
                         c.doing = Doing::Responding { out, op: None };
                         return self.gate.wait(since, continues, ColdRead { token, file, offset });
                     }
-                    let cold = ColdStart { ring: &mut self.ring, pipeline: &self.pipeline, spare };
+                    let cold = ColdStart {
+                        ring: &mut self.ring,
+                        pipeline: &self.pipeline,
+                        spare,
+                        new_reads_wait: self.gate.new_reads_wait(),
+                    };
                     let op = cold.start(token, &file, offset, &mut out, Some(buf));
                     c.doing = Doing::Responding { out, op: Some(op) };
                     return;
@@ -630,7 +635,12 @@ impl UringLoop {
             match &mut self.conns[key].doing {
                 Doing::Responding { out, op: op @ None } => {
                     let spare = &mut self.spare;
-                    let cold = ColdStart { ring: &mut self.ring, pipeline: &self.pipeline, spare };
+                    let cold = ColdStart {
+                        ring: &mut self.ring,
+                        pipeline: &self.pipeline,
+                        spare,
+                        new_reads_wait: self.gate.new_reads_wait(),
+                    };
                     *op = Some(cold.start(r.token, &r.file, r.offset, out, None));
                 }
                 _ => self.gate.released(),
@@ -758,6 +768,8 @@ struct ColdStart<'a> {
     ring: &'a mut Ring,
     pipeline: &'a Pipeline,
     spare: &'a mut Vec<Vec<u8>>,
+    /// A first read of a new response waits at the disk gate ([`ask_ahead::yields`]).
+    new_reads_wait: bool,
 }
 
 impl ColdStart<'_> {
@@ -788,8 +800,13 @@ impl ColdStart<'_> {
             max // no huge page free: the same bytes through the page cache
         } else {
             let cfg = self.pipeline.config();
-            let pieces =
-                ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, out.since.elapsed());
+            let yields = ask_ahead::yields(file.dev, cfg.fill_ahead_yields && self.new_reads_wait);
+            let pieces = ask_ahead::pieces(
+                cfg.fill_ahead,
+                cfg.fill_ahead_after,
+                out.since.elapsed(),
+                yields,
+            );
             for (at, len) in ask_ahead::calls(out.ask_ahead(offset, pieces)) {
                 self.ring.advise_will_need(file.file.as_fd(), at, len);
             }
