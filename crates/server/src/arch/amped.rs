@@ -93,20 +93,18 @@ impl HelperPool {
             },
             move |change| gauge.metadata_helpers_changed(change),
         )?;
-        // Resolves queued count as new requests waiting for the disk (a fill off a block
-        // device then does not ask ahead of them: `ask_ahead::yields`).
-        let resolves_queued = Arc::new(metadata.queued_gauge());
         let readers = (0..data.max_helpers())
             .map(|i| {
                 let (reporter, pipeline, lane) = (reporter.clone(), pipeline.clone(), data.clone());
-                let resolves_queued = resolves_queued.clone();
                 std::thread::Builder::new().name(format!("read-helper-{i}")).spawn(move || {
                     crate::debox::set_role(crate::debox::Role::Helper);
                     while let Some((token, job)) = lane.pop() {
                         crate::metrics::helper_queue(-1);
                         let bytes = job.disk_bytes();
-                        let waiting = lane.new_responses_wait() || resolves_queued() > 0;
-                        let ran = reporter.run_beside(&pipeline, token, job, waiting);
+                        // While the disk has time to spare, a transfer off a block device
+                        // does not ask ahead (`--fill-ahead-yields`, `ask_ahead::yields`).
+                        let spare = !lane.disk_saturated();
+                        let ran = reporter.run_paced(&pipeline, token, job, spare);
                         lane.finished(token, bytes);
                         if !ran {
                             break;

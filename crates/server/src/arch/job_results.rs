@@ -136,19 +136,13 @@ impl Reporter {
     /// Runs `job` for `token` on this thread and queues the result (not yet announced: see
     /// [`Reporter::wake`]). False once the loop has gone away.
     pub fn run(&self, pipeline: &Pipeline, token: u64, job: Job) -> bool {
-        self.run_beside(pipeline, token, job, false)
+        self.run_paced(pipeline, token, job, false)
     }
 
-    /// As [`Reporter::run`], with resolves or first reads queued behind the job
-    /// (`new_requests_wait`, see [`crate::disk::Job::run`]).
-    pub fn run_beside(
-        &self,
-        pipeline: &Pipeline,
-        token: u64,
-        job: Job,
-        new_requests_wait: bool,
-    ) -> bool {
-        let run = std::panic::AssertUnwindSafe(|| pipeline.run_job_beside(job, new_requests_wait));
+    /// As [`Reporter::run`], knowing whether the disk has time to spare (`disk_spare`, see
+    /// [`crate::disk::Job::run`]).
+    pub fn run_paced(&self, pipeline: &Pipeline, token: u64, job: Job, disk_spare: bool) -> bool {
+        let run = std::panic::AssertUnwindSafe(|| pipeline.run_job_paced(job, disk_spare));
         let done = std::panic::catch_unwind(run).unwrap_or(JobDone::Failed);
         pipeline.helper_ran_job();
         self.tx.send((token, done)).is_ok()

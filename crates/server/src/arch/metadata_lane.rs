@@ -291,13 +291,6 @@ impl<T: Send + 'static> MetadataLane<T> {
         Pushed::Queued
     }
 
-    /// A gauge of the jobs queued in the lane (not counting those running or following
-    /// one), for other threads to read.
-    pub fn queued_gauge(&self) -> impl Fn() -> usize + Send + Sync + 'static {
-        let crew = self.crew.clone();
-        move || crew.queue.len()
-    }
-
     /// Threads serving the lane now.
     pub fn threads(&self) -> usize {
         lock(&self.crew.state).threads
@@ -506,20 +499,6 @@ mod tests {
         let fixed = LaneSize::fixed(4);
         assert!(!fixed.adapts());
         assert!(!fixed.should_grow(&seen(4, 0, 500, 100)), "a fixed lane never grows");
-    }
-
-    #[test]
-    fn the_queued_gauge_counts_jobs_waiting_not_running() {
-        // One thread, jobs of 200 ms: the first runs, the next two wait.
-        let (lane, ran, _) = sleepy_lane(LaneSize::fixed(1), RETIRE_AFTER, 200);
-        let queued = lane.queued_gauge();
-        assert_eq!(queued(), 0);
-        for job in 0..3 {
-            lane.push(job);
-        }
-        eventually("the first job starts", || queued() == 2);
-        eventually("all have run", || ran.load(Ordering::SeqCst) == 3);
-        assert_eq!(queued(), 0, "nothing waits once all ran");
     }
 
     #[test]

@@ -30,7 +30,7 @@
 use super::disk_charge::DiskCharge;
 use super::disk_concurrency::DiskConcurrency;
 use super::transfer_leases::{HOLD_FOR, TransferLeases};
-use super::turn_queues::TurnQueues;
+use super::turn_queues::{Backlog, TurnQueues};
 use crate::config::TransferOrder;
 use crate::pipeline::Job;
 use std::sync::{Condvar, Mutex};
@@ -55,6 +55,8 @@ struct State {
     charge: DiskCharge,
     /// Which transfers under way may read now.
     leases: TransferLeases,
+    /// Whether the jobs taken keep leaving others waiting.
+    backlog: Backlog,
 }
 
 impl ReadLane {
@@ -69,6 +71,7 @@ impl ReadLane {
             bound,
             charge,
             leases,
+            backlog: Backlog::default(),
         };
         ReadLane { state: Mutex::new(state), ready: Condvar::new(), order }
     }
@@ -126,6 +129,8 @@ impl ReadLane {
                         leases.reading(token, now);
                     }
                     st.in_service += 1;
+                    let others_wait = st.queues.len() > 0;
+                    st.backlog.started(others_wait);
                     let n = st.in_service;
                     st.charge.reads_at_disk(now, n);
                     return Some((token, job));
@@ -165,9 +170,10 @@ impl ReadLane {
         self.lock().queues.transfers_wait()
     }
 
-    /// Whether a first read of a new response waits for a helper.
-    pub fn new_responses_wait(&self) -> bool {
-        self.lock().queues.new_responses_wait()
+    /// Whether nearly every job taken lately left others waiting: the disk sets the pace
+    /// ([`Backlog`]).
+    pub fn disk_saturated(&self) -> bool {
+        self.lock().backlog.saturated()
     }
 
     /// Jobs waiting.
@@ -209,6 +215,28 @@ mod tests {
     }
 
     #[test]
+    fn the_disk_counts_as_saturated_while_jobs_keep_waiting_behind_those_taken() {
+        let lane = ReadLane::new(TransferOrder::Oldest, DiskConcurrency::fixed(4));
+        let t0 = Instant::now();
+        // One job at a time, nobody behind it: time to spare.
+        for token in 0..100 {
+            lane.push(token, read_job(t0, false));
+            lane.pop().unwrap();
+            lane.finished(token, 1);
+        }
+        assert!(!lane.disk_saturated());
+        // A backlog that never drains: every job taken leaves others waiting.
+        for token in 100..400 {
+            lane.push(token, read_job(t0, token % 2 == 0));
+        }
+        for _ in 0..200 {
+            let (token, _) = lane.pop().unwrap();
+            lane.finished(token, 1);
+        }
+        assert!(lane.disk_saturated(), "every read found a queue");
+    }
+
+    #[test]
     fn new_requests_and_transfers_under_way_take_turns() {
         let lane = ReadLane::new(TransferOrder::Oldest, DiskConcurrency::fixed(64));
         let t0 = Instant::now();
@@ -229,20 +257,6 @@ mod tests {
         lane.push(4, read_job(t0, false));
         lane.push(5, read_job(t0, false));
         assert_eq!((lane.pop().unwrap().0, lane.pop().unwrap().0), (4, 5));
-    }
-
-    #[test]
-    fn only_a_queued_first_read_counts_as_a_new_request_waiting() {
-        let lane = ReadLane::new(TransferOrder::Oldest, DiskConcurrency::fixed(64));
-        let t0 = Instant::now();
-        assert!(!lane.new_responses_wait(), "empty");
-        lane.push(1, read_job(t0, true));
-        assert!(!lane.new_responses_wait(), "a transfer under way is not a new request");
-        lane.push(2, read_job(t0, false));
-        assert!(lane.new_responses_wait());
-        let taken: Vec<u64> = (0..2).map(|_| lane.pop().unwrap().0).collect();
-        assert!(taken.contains(&2));
-        assert!(!lane.new_responses_wait(), "taken by a helper: no longer waiting");
     }
 
     #[test]

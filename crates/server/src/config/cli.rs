@@ -145,11 +145,10 @@ pub struct Args {
     /// queue behind it (0: every fill) [default: 0 under --arch amped, 2000 otherwise].
     #[arg(long, value_name = "MS")]
     pub fill_ahead_after: Option<u64>,
-    /// Whether a transfer off a block device (FUSE, NFS) holds back its ask-ahead while new
-    /// requests wait for the disk, where its pieces would only go ahead of them (on a block
-    /// device the advice merges into one large request and always goes): lower latency for
-    /// small requests at a fixed rate, less throughput and unanswered large files at infinite
-    /// demand [default: off].
+    /// Whether a transfer off a block device (FUSE, NFS) holds back its ask-ahead while the
+    /// disk has time to spare, where its pieces would only go ahead of the requests arriving
+    /// next; it asks ahead while nearly every read finds a queue. On a block device the advice
+    /// merges into one large request and always goes [default: on].
     #[arg(long, value_name = "on|off")]
     pub fill_ahead_yields: Option<String>,
     /// What a cold response's first trip through the disk reads, in bytes (4096-1048576);

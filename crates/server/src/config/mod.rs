@@ -392,7 +392,7 @@ pub struct Config {
     pub fill_ahead: u64,
     /// Only transfers under way at least this long ask ahead (`--fill-ahead-after`).
     pub fill_ahead_after: Duration,
-    /// Transfers off a block device do not ask ahead while new requests wait
+    /// Transfers off a block device do not ask ahead while the disk has time to spare
     /// (`--fill-ahead-yields`, [`crate::disk::ask_ahead::yields`]).
     pub fill_ahead_yields: bool,
     /// Bytes a cold response's first trip through the disk reads (`--first-fill`).
@@ -681,7 +681,7 @@ impl Config {
         let kernel_read_ahead_below =
             read_ahead_below(a.kernel_read_ahead.as_deref(), arch.kernel_reads_ahead())?;
         let fill_blocks = on_off("fill-blocks", a.fill_blocks.as_deref(), false)?;
-        let fill_ahead_yields = on_off("fill-ahead-yields", a.fill_ahead_yields.as_deref(), false)?;
+        let fill_ahead_yields = on_off("fill-ahead-yields", a.fill_ahead_yields.as_deref(), true)?;
         let disk_charge_test = on_off("disk-charge-test", a.disk_charge_test.as_deref(), true)?;
         let refault_test = on_off("refault-test", a.refault_test.as_deref(), true)?;
         let keep_cached_large = on_off("keep-cached-large", a.keep_cached_large.as_deref(), true)?;
@@ -1121,8 +1121,8 @@ mod tests {
             assert_eq!(off.kernel_read_ahead_below, 0, "{arch}");
         }
         assert!(!c.fill_blocks, "fills splice unless told to read whole blocks");
-        assert!(!c.fill_ahead_yields, "transfers ask ahead whoever waits unless told to yield");
-        assert!(parse(&[".", "--fill-ahead-yields", "on"]).unwrap().fill_ahead_yields);
+        assert!(c.fill_ahead_yields, "transfers off a block device yield to a disk with time");
+        assert!(!parse(&[".", "--fill-ahead-yields", "off"]).unwrap().fill_ahead_yields);
         assert!(parse(&[".", "--fill-ahead-yields", "maybe"]).is_err());
         assert!(parse(&[".", "--fill-blocks", "on"]).unwrap().fill_blocks);
         let bound = |v: &str| parse(&[".", "--disk-concurrency", v]).unwrap().disk_concurrency;

@@ -23,21 +23,23 @@ pub fn pieces(fill_ahead: u64, after: Duration, age: Duration, yields: bool) -> 
 }
 
 /// Whether a transfer of a file on device `dev` (its `st_dev`) holds back its ask-ahead
-/// because new requests wait for the disk (`new_requests_wait`: a resolve or a first read
-/// queued in the server; the callers pass it only with `--fill-ahead-yields on`).
+/// because the disk has time to spare (`disk_spare`: not nearly every read lately found others
+/// waiting, as the driver's read lane or disk gate sees it; the callers pass it only with
+/// `--fill-ahead-yields on`).
 ///
 /// On a block device the advice and the read become one large request, fewer requests for
 /// the same bytes, which a disk that caps requests charges for, so asking ahead helps
 /// everyone and goes on. Elsewhere (FUSE, NFS) every piece is a request of its own: asking
-/// ahead gains nothing in size and only puts the transfer's pieces in the disk's queue before
-/// the requests waiting in the server's. On the one-arm disk model, with 0.2 % of requests for
-/// files of 10–91 MB at 62 and 114 req/s, yielding took amped's p95 from 1.4–3.4 s to 137–158
-/// ms. But at infinite demand new requests always wait, so the large files there lose the
-/// deeper share that keeps them moving: on a heavy-tailed log −40 % Mb/s with 9–10 requests
-/// unanswered on the one-arm disk, −8 to −20 % on the SSD-like one. Hence an option, off by
-/// default (docs/BENCHMARKS.md §3b, session 31).
-pub fn yields(dev: u64, new_requests_wait: bool) -> bool {
-    new_requests_wait && !amped_sys::direct::on_block_device(dev)
+/// ahead gains nothing in size and puts the transfer's pieces in the disk's queue before
+/// whatever request comes next. Below the disk's capacity that is the small requests arriving
+/// behind them: on the one-arm disk model with 0.2 % of requests for files of 10–91 MB, at 62
+/// and 114 req/s, p95 44–68 ms where asking ahead always gave 1.5–4.4 s (and yielding only while
+/// new requests already waited, 140–430 ms). At the disk's capacity every read finds a queue
+/// and the pieces asked ahead are the large files' share that keeps them moving, so a
+/// saturated disk is asked ahead as before (yielding there too cost −40 % Mb/s on a
+/// heavy-tailed log, with requests unanswered). docs/BENCHMARKS.md §3b, sessions 31–32.
+pub fn yields(dev: u64, disk_spare: bool) -> bool {
+    disk_spare && !amped_sys::direct::on_block_device(dev)
 }
 
 /// The bytes to advise for a read at `offset`: the piece being read and up to `pieces` pieces
@@ -99,10 +101,10 @@ mod tests {
     }
 
     #[test]
-    fn only_a_transfer_off_a_block_device_yields_and_only_while_new_requests_wait() {
+    fn only_a_transfer_off_a_block_device_yields_and_only_while_the_disk_has_time_to_spare() {
         let (block, fuse) = (libc::makedev(254, 0), libc::makedev(0, 57));
-        assert!(yields(fuse, true), "FUSE, requests waiting: its pieces would jump them");
-        assert!(!yields(fuse, false), "nobody waits: ask ahead");
+        assert!(yields(fuse, true), "FUSE with time to spare: its pieces would go first");
+        assert!(!yields(fuse, false), "a saturated disk: the pieces are the transfer's share");
         assert!(!yields(block, true), "a block device merges the advice into one request");
         assert!(!yields(block, false));
     }

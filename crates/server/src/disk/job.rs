@@ -182,25 +182,25 @@ pub struct JobTimes {
 }
 
 /// Asks the disk ahead of a fill or copy of `range` of `file` (`--fill-ahead`, for a
-/// transfer under way since `since`), unless it yields to new requests waiting
+/// transfer under way since `since`), unless it yields while the disk has time to spare
 /// ([`ask_ahead::yields`], with `--fill-ahead-yields on`).
 fn ask_ahead_of(
     cfg: &Config,
     file: &FileEntry,
     range: std::ops::Range<u64>,
     since: Instant,
-    new_requests_wait: bool,
+    disk_spare: bool,
 ) {
-    let yields = ask_ahead::yields(file.dev, cfg.fill_ahead_yields && new_requests_wait);
+    let yields = ask_ahead::yields(file.dev, cfg.fill_ahead_yields && disk_spare);
     let pieces = ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, since.elapsed(), yields);
     ask_ahead::advise(&file.file, ask_ahead::range(range.start, range.end, pieces, 0));
 }
 
 impl Job {
     /// Runs the job, blocking as long as the disk takes; what it finds cold is reported to
-    /// `pages`. `new_requests_wait`: resolves or first reads are queued behind it, so a fill
-    /// off a block device does not ask ahead ([`ask_ahead::yields`]).
-    pub fn run(self, cfg: &Config, pages: &PagePolicy, new_requests_wait: bool) -> JobDone {
+    /// `pages`. `disk_spare`: the disk has time to spare (not nearly every read lately found
+    /// others waiting), so a fill off a block device does not ask ahead ([`ask_ahead::yields`]).
+    pub fn run(self, cfg: &Config, pages: &PagePolicy, disk_spare: bool) -> JobDone {
         match self {
             Job::Resolve { url_path, rel, trailing_slash, known } => {
                 let ran_from = Instant::now();
@@ -258,7 +258,7 @@ impl Job {
                 {
                     return JobDone::Filled(pipe, Ok(moved));
                 }
-                ask_ahead_of(cfg, reading.file(), offset..offset + len, since, new_requests_wait);
+                ask_ahead_of(cfg, reading.file(), offset..offset + len, since, disk_spare);
                 let moved = pipe.fill(file, offset, len as usize);
                 JobDone::Filled(pipe, moved)
             }
@@ -271,20 +271,18 @@ impl Job {
                     ),
                     // The budget or the pages are held by other trips: through a pipe, as a
                     // file below the threshold (the pages of it are read again next time).
-                    None => {
-                        match PagePipe::new(amped_sys::pipe::WANT) {
-                            Ok(pipe) => Job::Fill { reading, offset, len, pipe, since, continues }
-                                .run(cfg, pages, new_requests_wait),
-                            Err(_) => JobDone::Copied(
-                                copy_in(&reading.file().file, offset, len).map(Copied::heap),
-                            ),
-                        }
-                    }
+                    None => match PagePipe::new(amped_sys::pipe::WANT) {
+                        Ok(pipe) => Job::Fill { reading, offset, len, pipe, since, continues }
+                            .run(cfg, pages, disk_spare),
+                        Err(_) => JobDone::Copied(
+                            copy_in(&reading.file().file, offset, len).map(Copied::heap),
+                        ),
+                    },
                 }
             }
             Job::Copy { reading, offset, len, since, held, .. } => {
                 let file = &reading.file().file;
-                ask_ahead_of(cfg, reading.file(), offset..offset + len, since, new_requests_wait);
+                ask_ahead_of(cfg, reading.file(), offset..offset + len, since, disk_spare);
                 JobDone::Copied(copy_in(file, offset, len).map(|b| Copied::heap(b).holding(held)))
             }
         }

@@ -642,16 +642,16 @@ impl Pipeline {
         }
     }
 
-    /// Runs a job on the calling thread (blocking), nothing queued behind it.
+    /// Runs a job on the calling thread (blocking), not knowing the disk's pace.
     pub fn run_job(&self, job: Job) -> JobDone {
-        self.run_job_beside(job, false)
+        self.run_job_paced(job, false)
     }
 
-    /// Runs a job on the calling thread (blocking); `new_requests_wait`: resolves or first
-    /// reads are queued for the disk behind it ([`Job::run`]).
-    pub fn run_job_beside(&self, job: Job, new_requests_wait: bool) -> JobDone {
+    /// Runs a job on the calling thread (blocking); `disk_spare`: the driver's lane sees the
+    /// disk with time to spare ([`Job::run`]).
+    pub fn run_job_paced(&self, job: Job, disk_spare: bool) -> JobDone {
         let direct = matches!(job, Job::Copy { direct: true, .. });
-        let done = job.run(&self.cfg, &self.caches.pages, new_requests_wait);
+        let done = job.run(&self.cfg, &self.caches.pages, disk_spare);
         // The path a cold chunk took, known only now: a direct trip finds its page when its
         // read starts, or becomes a pipe fill.
         match &done {

@@ -15,7 +15,7 @@
 //! once, outside this order.
 
 use crate::arch::disk_concurrency::DiskConcurrency;
-use crate::arch::turn_queues::TurnQueues;
+use crate::arch::turn_queues::{Backlog, TurnQueues};
 use crate::cache::FileEntry;
 use crate::config::TransferOrder;
 use std::sync::Arc;
@@ -40,13 +40,22 @@ pub(super) struct DiskGate {
     waiting: TurnQueues<ColdRead>,
     /// Set while a read of a transfer under way waits (the metadata lane's slow gate reads it).
     transfers_wait: Arc<AtomicBool>,
+    /// Whether the reads started keep leaving others waiting.
+    backlog: Backlog,
 }
 
 impl DiskGate {
     /// A gate letting `bound` cold reads run at once, transfers under way in `order`.
     pub fn new(bound: DiskConcurrency, order: TransferOrder) -> DiskGate {
         let transfers_wait = Arc::new(AtomicBool::new(false));
-        DiskGate { bound, order, in_flight: 0, waiting: TurnQueues::new(), transfers_wait }
+        DiskGate {
+            bound,
+            order,
+            in_flight: 0,
+            waiting: TurnQueues::new(),
+            transfers_wait,
+            backlog: Backlog::default(),
+        }
     }
 
     /// A flag set while a read of a transfer under way waits here, for the helpers' metadata
@@ -63,6 +72,9 @@ impl DiskGate {
     pub fn try_start(&mut self) -> bool {
         let free = self.in_flight < self.bound.limit();
         self.in_flight += usize::from(free);
+        if free {
+            self.backlog.started(false);
+        }
         free
     }
 
@@ -93,13 +105,14 @@ impl DiskGate {
         }
         let read = self.waiting.take()?;
         self.note_waiting();
+        self.backlog.started(self.waiting.len() > 0);
         self.in_flight += 1;
         Some(read)
     }
 
-    /// Whether a first read of a new response waits for a slot.
-    pub fn new_reads_wait(&self) -> bool {
-        self.waiting.new_responses_wait()
+    /// Whether nearly every read started lately left others waiting ([`Backlog`]).
+    pub fn disk_saturated(&self) -> bool {
+        self.backlog.saturated()
     }
 
     /// Reads waiting for a slot.

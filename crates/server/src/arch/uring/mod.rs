@@ -374,7 +374,7 @@ impl UringLoop {
                         ring: &mut self.ring,
                         pipeline: &self.pipeline,
                         spare,
-                        new_reads_wait: self.gate.new_reads_wait(),
+                        disk_spare: !self.gate.disk_saturated(),
                     };
                     let op = cold.start(token, &file, offset, &mut out, Some(buf));
                     c.doing = Doing::Responding { out, op: Some(op) };
@@ -639,7 +639,7 @@ impl UringLoop {
                         ring: &mut self.ring,
                         pipeline: &self.pipeline,
                         spare,
-                        new_reads_wait: self.gate.new_reads_wait(),
+                        disk_spare: !self.gate.disk_saturated(),
                     };
                     *op = Some(cold.start(r.token, &r.file, r.offset, out, None));
                 }
@@ -768,8 +768,9 @@ struct ColdStart<'a> {
     ring: &'a mut Ring,
     pipeline: &'a Pipeline,
     spare: &'a mut Vec<Vec<u8>>,
-    /// A first read of a new response waits at the disk gate ([`ask_ahead::yields`]).
-    new_reads_wait: bool,
+    /// The disk gate sees the disk with time to spare (not nearly every read lately found
+    /// others waiting): see [`ask_ahead::yields`].
+    disk_spare: bool,
 }
 
 impl ColdStart<'_> {
@@ -800,7 +801,7 @@ impl ColdStart<'_> {
             max // no huge page free: the same bytes through the page cache
         } else {
             let cfg = self.pipeline.config();
-            let yields = ask_ahead::yields(file.dev, cfg.fill_ahead_yields && self.new_reads_wait);
+            let yields = ask_ahead::yields(file.dev, cfg.fill_ahead_yields && self.disk_spare);
             let pieces = ask_ahead::pieces(
                 cfg.fill_ahead,
                 cfg.fill_ahead_after,
