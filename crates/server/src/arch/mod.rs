@@ -8,6 +8,7 @@ pub mod amped;
 pub mod blocking;
 pub mod coalesce;
 pub mod conn_table;
+pub mod disk_backlog;
 pub mod disk_charge;
 pub mod disk_concurrency;
 pub mod event_loop;

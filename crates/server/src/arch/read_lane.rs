@@ -27,10 +27,11 @@
 //! waits. The bound is never below `--helpers`: a read stuck on a dead disk or network file
 //! system holds one helper, the others go on.
 
+use super::disk_backlog::Backlog;
 use super::disk_charge::DiskCharge;
 use super::disk_concurrency::DiskConcurrency;
 use super::transfer_leases::{HOLD_FOR, TransferLeases};
-use super::turn_queues::{Backlog, TurnQueues};
+use super::turn_queues::TurnQueues;
 use crate::config::TransferOrder;
 use crate::pipeline::Job;
 use std::sync::{Condvar, Mutex};

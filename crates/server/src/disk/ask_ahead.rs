@@ -5,6 +5,7 @@
 //! whole and then piece by piece ([`calls`]), so a block device gets one large request and a
 //! FUSE file system one window per piece.
 
+use crate::config::Config;
 use std::fs::File;
 use std::ops::Range;
 use std::time::Duration;
@@ -22,6 +23,14 @@ pub fn pieces(fill_ahead: u64, after: Duration, age: Duration, yields: bool) -> 
     if age >= after && !yields { fill_ahead } else { 0 }
 }
 
+/// How many pieces a transfer of a file on device `dev`, under way for `age`, asks ahead for
+/// under `cfg` (`--fill-ahead`, `--fill-ahead-after`, `--fill-ahead-yields`), given whether the
+/// driver sees the disk with time to spare: the one reading of the policy both drivers use.
+pub fn depth(cfg: &Config, dev: u64, age: Duration, disk_spare: bool) -> u64 {
+    let yields = yields(dev, cfg.fill_ahead_yields && disk_spare);
+    pieces(cfg.fill_ahead, cfg.fill_ahead_after, age, yields)
+}
+
 /// Whether a transfer of a file on device `dev` (its `st_dev`) holds back its ask-ahead
 /// because the disk has time to spare (`disk_spare`: not nearly every read lately found others
 /// waiting, as the driver's read lane or disk gate sees it; the callers pass it only with
@@ -33,7 +42,7 @@ pub fn pieces(fill_ahead: u64, after: Duration, age: Duration, yields: bool) -> 
 /// ahead gains nothing in size and puts the transfer's pieces in the disk's queue before
 /// whatever request comes next. Below the disk's capacity that is the small requests arriving
 /// behind them: on the one-arm disk model with 0.2 % of requests for files of 10–91 MB, at 62
-/// and 114 req/s, p95 44–68 ms where asking ahead always gave 1.5–4.4 s (and yielding only while
+/// and 114 req/s, p95 44–86 ms where asking ahead always gave 1.5–3.4 s (and yielding only while
 /// new requests already waited, 140–430 ms). At the disk's capacity every read finds a queue
 /// and the pieces asked ahead are the large files' share that keeps them moving, so a
 /// saturated disk is asked ahead as before (yielding there too cost −40 % Mb/s on a

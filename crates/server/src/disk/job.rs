@@ -191,8 +191,7 @@ fn ask_ahead_of(
     since: Instant,
     disk_spare: bool,
 ) {
-    let yields = ask_ahead::yields(file.dev, cfg.fill_ahead_yields && disk_spare);
-    let pieces = ask_ahead::pieces(cfg.fill_ahead, cfg.fill_ahead_after, since.elapsed(), yields);
+    let pieces = ask_ahead::depth(cfg, file.dev, since.elapsed(), disk_spare);
     ask_ahead::advise(&file.file, ask_ahead::range(range.start, range.end, pieces, 0));
 }
 

@@ -14,8 +14,9 @@
 //! as present, and reads let past the gate that way shared the disk among every transfer at
 //! once, outside this order.
 
+use crate::arch::disk_backlog::Backlog;
 use crate::arch::disk_concurrency::DiskConcurrency;
-use crate::arch::turn_queues::{Backlog, TurnQueues};
+use crate::arch::turn_queues::TurnQueues;
 use crate::cache::FileEntry;
 use crate::config::TransferOrder;
 use std::sync::Arc;

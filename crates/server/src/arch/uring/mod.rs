@@ -801,13 +801,7 @@ impl ColdStart<'_> {
             max // no huge page free: the same bytes through the page cache
         } else {
             let cfg = self.pipeline.config();
-            let yields = ask_ahead::yields(file.dev, cfg.fill_ahead_yields && self.disk_spare);
-            let pieces = ask_ahead::pieces(
-                cfg.fill_ahead,
-                cfg.fill_ahead_after,
-                out.since.elapsed(),
-                yields,
-            );
+            let pieces = ask_ahead::depth(cfg, file.dev, out.since.elapsed(), self.disk_spare);
             for (at, len) in ask_ahead::calls(out.ask_ahead(offset, pieces)) {
                 self.ring.advise_will_need(file.file.as_fd(), at, len);
             }
