@@ -29,7 +29,6 @@ use crate::pipeline::{Job, JobDone, Pipeline};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Instant;
 
 /// The helper threads serving one event loop: metadata helpers and read helpers.
 pub struct HelperPool {
@@ -101,13 +100,12 @@ impl HelperPool {
                     crate::debox::set_role(crate::debox::Role::Helper);
                     while let Some((token, job)) = lane.pop() {
                         crate::metrics::helper_queue(-1);
-                        let (bytes, began) = (job.disk_bytes(), Instant::now());
-                        // While the disk has time to spare and is slow, a transfer off a
-                        // block device does not ask ahead (`--fill-ahead-yields`,
-                        // `ask_ahead::yields`).
-                        let first = lane.new_reads_first();
-                        let ran = reporter.run_paced(&pipeline, token, job, first);
-                        lane.finished(token, bytes, began.elapsed());
+                        let bytes = job.disk_bytes();
+                        // While the disk has time to spare, a transfer off a block device
+                        // does not ask ahead (`--fill-ahead-yields`, `ask_ahead::yields`).
+                        let spare = !lane.disk_saturated();
+                        let ran = reporter.run_paced(&pipeline, token, job, spare);
+                        lane.finished(token, bytes);
                         if !ran {
                             break;
                         }

@@ -14,14 +14,14 @@
 //! as present, and reads let past the gate that way shared the disk among every transfer at
 //! once, outside this order.
 
+use crate::arch::disk_backlog::Backlog;
 use crate::arch::disk_concurrency::DiskConcurrency;
-use crate::arch::disk_pace::DiskPace;
 use crate::arch::turn_queues::TurnQueues;
 use crate::cache::FileEntry;
 use crate::config::TransferOrder;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// A read waiting for a disk slot.
 pub(super) struct ColdRead {
@@ -41,8 +41,8 @@ pub(super) struct DiskGate {
     waiting: TurnQueues<ColdRead>,
     /// Set while a read of a transfer under way waits (the metadata lane's slow gate reads it).
     transfers_wait: Arc<AtomicBool>,
-    /// Whether the reads started keep leaving others waiting, and how long they take.
-    pace: DiskPace,
+    /// Whether the reads started keep leaving others waiting.
+    backlog: Backlog,
 }
 
 impl DiskGate {
@@ -55,7 +55,7 @@ impl DiskGate {
             in_flight: 0,
             waiting: TurnQueues::new(),
             transfers_wait,
-            pace: DiskPace::default(),
+            backlog: Backlog::default(),
         }
     }
 
@@ -74,7 +74,7 @@ impl DiskGate {
         let free = self.in_flight < self.bound.limit();
         self.in_flight += usize::from(free);
         if free {
-            self.pace.started(false);
+            self.backlog.started(false);
         }
         free
     }
@@ -87,13 +87,10 @@ impl DiskGate {
         self.note_waiting();
     }
 
-    /// A cold read finished after `took`, having moved `bytes`: its slot frees, and the bound
-    /// and the pace learn from it.
-    pub fn finished(&mut self, bytes: u64, took: Duration) {
+    /// A cold read finished, having moved `bytes`: its slot frees, and the bound learns
+    /// from it.
+    pub fn finished(&mut self, bytes: u64) {
         self.in_flight = self.in_flight.saturating_sub(1);
-        if let Some(quick) = self.pace.finished(bytes, took) {
-            DiskPace::tell(quick, "disk gate");
-        }
         self.bound.finished(Instant::now(), bytes, self.waiting.len());
     }
 
@@ -109,15 +106,14 @@ impl DiskGate {
         }
         let read = self.waiting.take()?;
         self.note_waiting();
-        self.pace.started(self.waiting.len() > 0);
+        self.backlog.started(self.waiting.len() > 0);
         self.in_flight += 1;
         Some(read)
     }
 
-    /// Whether new requests' reads should go before a transfer's pieces asked ahead: the
-    /// disk has time to spare and is slow ([`DiskPace::new_reads_first`]).
-    pub fn new_reads_first(&self) -> bool {
-        self.pace.new_reads_first()
+    /// Whether nearly every read started lately left others waiting ([`Backlog`]).
+    pub fn disk_saturated(&self) -> bool {
+        self.backlog.saturated()
     }
 
     /// Reads waiting for a slot.
@@ -130,6 +126,7 @@ impl DiskGate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn read(token: u64) -> ColdRead {
         let path = std::env::current_exe().unwrap();
@@ -153,10 +150,10 @@ mod tests {
         assert!(flag.load(Ordering::Relaxed), "transfers wait: the metadata lane is told");
         assert_eq!(gate.waiting(), 3);
         assert!(gate.next().is_none(), "no slot free yet");
-        gate.finished(1, Duration::ZERO);
+        gate.finished(1);
         assert_eq!(gate.next().map(|r| r.token), Some(2), "the oldest transfer first");
         assert!(gate.next().is_none());
-        gate.finished(1, Duration::ZERO);
+        gate.finished(1);
         gate.released();
         assert_eq!(gate.next().map(|r| r.token), Some(1), "equal ages in arrival order");
         assert_eq!(gate.next().map(|r| r.token), Some(3));

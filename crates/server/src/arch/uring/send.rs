@@ -44,8 +44,8 @@ pub(super) struct Sending {
     pub resp: Response,
     /// When sending began (the disk gate's order).
     pub since: std::time::Instant,
-    /// The read in flight holds one of the disk gate's slots, since then.
-    pub cold_read: Option<std::time::Instant>,
+    /// The read in flight holds one of the disk gate's slots.
+    pub cold_read: bool,
     /// A read of this response found its chunk not in memory: from then on its reads take
     /// the disk gate and ask ahead. Held until the response ends, it counts this response
     /// among the file's cold transfers (`--share-large-reads`).
@@ -87,7 +87,7 @@ impl Sending {
         Sending {
             resp,
             since: std::time::Instant::now(),
-            cold_read: None,
+            cold_read: false,
             met_disk: None,
             asked_to: 0,
             fill: FillSize::default(),
