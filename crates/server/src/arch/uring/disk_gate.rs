@@ -14,9 +14,8 @@
 //! as present, and reads let past the gate that way shared the disk among every transfer at
 //! once, outside this order.
 
-use super::send::ColdStarted;
+use crate::arch::disk_backlog::Backlog;
 use crate::arch::disk_concurrency::DiskConcurrency;
-use crate::arch::disk_pace::{DiskPace, ReadDone};
 use crate::arch::turn_queues::TurnQueues;
 use crate::cache::FileEntry;
 use crate::config::TransferOrder;
@@ -42,8 +41,8 @@ pub(super) struct DiskGate {
     waiting: TurnQueues<ColdRead>,
     /// Set while a read of a transfer under way waits (the metadata lane's slow gate reads it).
     transfers_wait: Arc<AtomicBool>,
-    /// Whether the reads started keep leaving others waiting, and how long they take.
-    pace: DiskPace,
+    /// Whether the reads started keep leaving others waiting.
+    backlog: Backlog,
 }
 
 impl DiskGate {
@@ -56,7 +55,7 @@ impl DiskGate {
             in_flight: 0,
             waiting: TurnQueues::new(),
             transfers_wait,
-            pace: DiskPace::default(),
+            backlog: Backlog::default(),
         }
     }
 
@@ -75,7 +74,7 @@ impl DiskGate {
         let free = self.in_flight < self.bound.limit();
         self.in_flight += usize::from(free);
         if free {
-            self.pace.started(false);
+            self.backlog.started(false);
         }
         free
     }
@@ -88,17 +87,11 @@ impl DiskGate {
         self.note_waiting();
     }
 
-    /// A cold read `started` finished, having moved `bytes`: its slot frees, and the bound
-    /// and the pace learn from it.
-    pub fn finished(&mut self, started: ColdStarted, bytes: u64) {
+    /// A cold read finished, having moved `bytes`: its slot frees, and the bound learns
+    /// from it.
+    pub fn finished(&mut self, bytes: u64) {
         self.in_flight = self.in_flight.saturating_sub(1);
-        let now = Instant::now();
-        let took = now.saturating_duration_since(started.at);
-        let read = ReadDone { at: now, took, bytes, first: started.first };
-        if let Some(quick) = self.pace.finished(read) {
-            DiskPace::tell(quick, "disk gate");
-        }
-        self.bound.finished(now, bytes, self.waiting.len());
+        self.bound.finished(Instant::now(), bytes, self.waiting.len());
     }
 
     /// A slot taken for a read that was abandoned (its connection went): it frees.
@@ -113,15 +106,14 @@ impl DiskGate {
         }
         let read = self.waiting.take()?;
         self.note_waiting();
-        self.pace.started(self.waiting.len() > 0);
+        self.backlog.started(self.waiting.len() > 0);
         self.in_flight += 1;
         Some(read)
     }
 
-    /// Whether new requests' reads should go before a transfer's pieces asked ahead: the
-    /// disk has time to spare and is slow ([`DiskPace::new_reads_first`]).
-    pub fn new_reads_first(&self) -> bool {
-        self.pace.new_reads_first()
+    /// Whether nearly every read started lately left others waiting ([`Backlog`]).
+    pub fn disk_saturated(&self) -> bool {
+        self.backlog.saturated()
     }
 
     /// Reads waiting for a slot.
@@ -158,10 +150,10 @@ mod tests {
         assert!(flag.load(Ordering::Relaxed), "transfers wait: the metadata lane is told");
         assert_eq!(gate.waiting(), 3);
         assert!(gate.next().is_none(), "no slot free yet");
-        gate.finished(ColdStarted { at: Instant::now(), first: true }, 1);
+        gate.finished(1);
         assert_eq!(gate.next().map(|r| r.token), Some(2), "the oldest transfer first");
         assert!(gate.next().is_none());
-        gate.finished(ColdStarted { at: Instant::now(), first: true }, 1);
+        gate.finished(1);
         gate.released();
         assert_eq!(gate.next().map(|r| r.token), Some(1), "equal ages in arrival order");
         assert_eq!(gate.next().map(|r| r.token), Some(3));
