@@ -21,6 +21,7 @@
 
 use super::disk_charge::DiskCharge;
 use super::disk_concurrency::DiskConcurrency;
+use super::disk_pace::ReadDone;
 use super::job_results::JobResults;
 use super::job_results::JobRunner;
 use super::metadata_lane::{LaneSize, MetadataLane, Pushed, RETIRE_AFTER};
@@ -29,6 +30,7 @@ use crate::pipeline::{Job, JobDone, Pipeline};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 /// The helper threads serving one event loop: metadata helpers and read helpers.
 pub struct HelperPool {
@@ -100,12 +102,15 @@ impl HelperPool {
                     crate::debox::set_role(crate::debox::Role::Helper);
                     while let Some((token, job)) = lane.pop() {
                         crate::metrics::helper_queue(-1);
-                        let bytes = job.disk_bytes();
-                        // While the disk has time to spare, a transfer off a block device
-                        // does not ask ahead (`--fill-ahead-yields`, `ask_ahead::yields`).
-                        let spare = !lane.disk_saturated();
-                        let ran = reporter.run_paced(&pipeline, token, job, spare);
-                        lane.finished(token, bytes);
+                        let (bytes, first) = (job.disk_bytes(), !job.continues());
+                        let began = Instant::now();
+                        // While the disk has time to spare and is slow, a transfer off a
+                        // block device does not ask ahead (`--fill-ahead-yields`,
+                        // `ask_ahead::yields`).
+                        let new_first = lane.new_reads_first();
+                        let ran = reporter.run_paced(&pipeline, token, job, new_first);
+                        let (at, took) = (Instant::now(), began.elapsed());
+                        lane.finished(token, ReadDone { at, took, bytes, first });
                         if !ran {
                             break;
                         }

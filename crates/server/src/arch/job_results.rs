@@ -139,10 +139,16 @@ impl Reporter {
         self.run_paced(pipeline, token, job, false)
     }
 
-    /// As [`Reporter::run`], knowing whether the disk has time to spare (`disk_spare`, see
-    /// [`crate::disk::Job::run`]).
-    pub fn run_paced(&self, pipeline: &Pipeline, token: u64, job: Job, disk_spare: bool) -> bool {
-        let run = std::panic::AssertUnwindSafe(|| pipeline.run_job_paced(job, disk_spare));
+    /// As [`Reporter::run`], knowing whether new requests' reads go before a transfer's
+    /// ask-ahead (`new_reads_first`, see [`crate::disk::Job::run`]).
+    pub fn run_paced(
+        &self,
+        pipeline: &Pipeline,
+        token: u64,
+        job: Job,
+        new_reads_first: bool,
+    ) -> bool {
+        let run = std::panic::AssertUnwindSafe(|| pipeline.run_job_paced(job, new_reads_first));
         let done = std::panic::catch_unwind(run).unwrap_or(JobDone::Failed);
         pipeline.helper_ran_job();
         self.tx.send((token, done)).is_ok()

@@ -27,9 +27,9 @@
 //! waits. The bound is never below `--helpers`: a read stuck on a dead disk or network file
 //! system holds one helper, the others go on.
 
-use super::disk_backlog::Backlog;
 use super::disk_charge::DiskCharge;
 use super::disk_concurrency::DiskConcurrency;
+use super::disk_pace::{DiskPace, ReadDone};
 use super::transfer_leases::{HOLD_FOR, TransferLeases};
 use super::turn_queues::TurnQueues;
 use crate::config::TransferOrder;
@@ -56,8 +56,8 @@ struct State {
     charge: DiskCharge,
     /// Which transfers under way may read now.
     leases: TransferLeases,
-    /// Whether the jobs taken keep leaving others waiting.
-    backlog: Backlog,
+    /// Whether the jobs taken keep leaving others waiting, and how long they take.
+    pace: DiskPace,
 }
 
 impl ReadLane {
@@ -72,7 +72,7 @@ impl ReadLane {
             bound,
             charge,
             leases,
-            backlog: Backlog::default(),
+            pace: DiskPace::default(),
         };
         ReadLane { state: Mutex::new(state), ready: Condvar::new(), order }
     }
@@ -131,7 +131,7 @@ impl ReadLane {
                     }
                     st.in_service += 1;
                     let others_wait = st.queues.len() > 0;
-                    st.backlog.started(others_wait);
+                    st.pace.started(others_wait);
                     let n = st.in_service;
                     st.charge.reads_at_disk(now, n);
                     return Some((token, job));
@@ -146,10 +146,14 @@ impl ReadLane {
         }
     }
 
-    /// A job of `token` taken with [`ReadLane::pop`] has run, having moved `bytes` from the
-    /// disk.
-    pub fn finished(&self, token: u64, bytes: u64) {
+    /// A job of `token` taken with [`ReadLane::pop`] has run: `read` says for how long and
+    /// what it moved from the disk.
+    pub fn finished(&self, token: u64, read: ReadDone) {
+        let bytes = read.bytes;
         let mut st = self.lock();
+        if let Some(quick) = st.pace.finished(read) {
+            DiskPace::tell(quick, "read lane");
+        }
         st.in_service = st.in_service.saturating_sub(1);
         let (before, waiting) = (st.bound.limit(), st.queues.len());
         let now = Instant::now();
@@ -171,10 +175,10 @@ impl ReadLane {
         self.lock().queues.transfers_wait()
     }
 
-    /// Whether nearly every job taken lately left others waiting: the disk sets the pace
-    /// ([`Backlog`]).
-    pub fn disk_saturated(&self) -> bool {
-        self.lock().backlog.saturated()
+    /// Whether new requests' reads should go before a transfer's pieces asked ahead: the
+    /// disk has time to spare and is slow ([`DiskPace::new_reads_first`]).
+    pub fn new_reads_first(&self) -> bool {
+        self.lock().pace.new_reads_first()
     }
 
     /// Jobs waiting.
@@ -206,6 +210,11 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
+    /// A first read finished at `at` after `took`.
+    fn done(at: Instant, took: Duration, bytes: u64) -> ReadDone {
+        ReadDone { at, took, bytes, first: true }
+    }
+
     fn read_job(since: Instant, continues: bool) -> Job {
         let path = std::env::current_exe().unwrap();
         let file = std::fs::File::open(&path).unwrap();
@@ -216,25 +225,34 @@ mod tests {
     }
 
     #[test]
-    fn the_disk_counts_as_saturated_while_jobs_keep_waiting_behind_those_taken() {
+    fn new_reads_go_first_while_slow_jobs_leave_nobody_waiting() {
         let lane = ReadLane::new(TransferOrder::Oldest, DiskConcurrency::fixed(4));
-        let t0 = Instant::now();
-        // One job at a time, nobody behind it: time to spare.
+        let (t0, slow, quick) =
+            (Instant::now(), Duration::from_millis(8), Duration::from_micros(300));
+        // One slow job at a time, nobody behind it: a slow disk with time to spare.
+        let at = |token: u64| t0 + Duration::from_millis(50) * token as u32;
         for token in 0..100 {
             lane.push(token, read_job(t0, false));
             lane.pop().unwrap();
-            lane.finished(token, 1);
+            lane.finished(token, done(at(token), slow, 1));
         }
-        assert!(!lane.disk_saturated());
-        // A backlog that never drains: every job taken leaves others waiting.
-        for token in 100..400 {
+        assert!(lane.new_reads_first(), "pieces asked ahead would delay new reads");
+        // Quick jobs for ten seconds, still nobody behind: pieces ahead cost little.
+        for token in 100..300 {
+            lane.push(token, read_job(t0, false));
+            lane.pop().unwrap();
+            lane.finished(token, done(at(token), quick, 1));
+        }
+        assert!(!lane.new_reads_first(), "a quick disk");
+        // Slow again, and a backlog that never drains: every job taken leaves others waiting.
+        for token in 300..600 {
             lane.push(token, read_job(t0, token % 2 == 0));
         }
         for _ in 0..200 {
             let (token, _) = lane.pop().unwrap();
-            lane.finished(token, 1);
+            lane.finished(token, done(at(token), slow, 1));
         }
-        assert!(lane.disk_saturated(), "every read found a queue");
+        assert!(!lane.new_reads_first(), "saturated: every read found a queue");
     }
 
     #[test]
@@ -297,7 +315,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(200));
         assert!(!third.is_finished(), "two jobs at the disk at a time");
         let freed = Instant::now();
-        lane.finished(1, 4096);
+        lane.finished(1, done(Instant::now(), Duration::ZERO, 4096));
         let (token, at) = third.join().unwrap();
         assert_eq!(token, 3);
         assert!(at.duration_since(freed) < Duration::from_millis(100), "the next one goes");
@@ -318,12 +336,12 @@ mod tests {
         };
         std::thread::sleep(Duration::from_millis(100));
         assert!(!second.is_finished(), "transfer 2 waits while 1 reads");
-        lane.finished(1, 4096);
+        lane.finished(1, done(Instant::now(), Duration::ZERO, 4096));
         lane.push(1, read_job(t0, true)); // 1 sent its chunk and comes back at once
         let freed = Instant::now();
         let (token, at) = second.join().unwrap();
         assert_eq!(token, 1, "1 keeps its place");
-        lane.finished(1, 4096); // its last chunk: it does not come back
+        lane.finished(1, done(Instant::now(), Duration::ZERO, 4096)); // its last chunk: it does not come back
         let waited = {
             let lane = lane.clone();
             std::thread::spawn(move || (lane.pop().unwrap().0, Instant::now()))

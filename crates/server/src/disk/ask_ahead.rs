@@ -25,16 +25,18 @@ pub fn pieces(fill_ahead: u64, after: Duration, age: Duration, yields: bool) -> 
 
 /// How many pieces a transfer of a file on device `dev`, under way for `age`, asks ahead for
 /// under `cfg` (`--fill-ahead`, `--fill-ahead-after`, `--fill-ahead-yields`), given whether the
-/// driver sees the disk with time to spare: the one reading of the policy both drivers use.
-pub fn depth(cfg: &Config, dev: u64, age: Duration, disk_spare: bool) -> u64 {
-    let yields = yields(dev, cfg.fill_ahead_yields && disk_spare);
+/// driver would have new requests' reads go first (it sees the disk with time to spare and
+/// slow, [`crate::arch::disk_pace::DiskPace::new_reads_first`]): the one reading of the policy
+/// both drivers use.
+pub fn depth(cfg: &Config, dev: u64, age: Duration, new_reads_first: bool) -> u64 {
+    let yields = yields(dev, cfg.fill_ahead_yields && new_reads_first);
     pieces(cfg.fill_ahead, cfg.fill_ahead_after, age, yields)
 }
 
-/// Whether a transfer of a file on device `dev` (its `st_dev`) holds back its ask-ahead
-/// because the disk has time to spare (`disk_spare`: not nearly every read lately found others
-/// waiting, as the driver's read lane or disk gate sees it; the callers pass it only with
-/// `--fill-ahead-yields on`).
+/// Whether a transfer of a file on device `dev` (its `st_dev`) holds back its ask-ahead so
+/// that new requests' reads go first (`new_reads_first`: not nearly every read lately found
+/// others waiting, and most reads took over 2 ms, as the driver's read lane or disk gate sees
+/// it; the callers pass it only with `--fill-ahead-yields on`).
 ///
 /// On a block device the advice and the read become one large request, fewer requests for
 /// the same bytes, which a disk that caps requests charges for, so asking ahead helps
@@ -47,8 +49,8 @@ pub fn depth(cfg: &Config, dev: u64, age: Duration, disk_spare: bool) -> u64 {
 /// and the pieces asked ahead are the large files' share that keeps them moving, so a
 /// saturated disk is asked ahead as before (yielding there too cost −40 % Mb/s on a
 /// heavy-tailed log, with requests unanswered). docs/BENCHMARKS.md §3b, sessions 31–32.
-pub fn yields(dev: u64, disk_spare: bool) -> bool {
-    disk_spare && !amped_sys::direct::on_block_device(dev)
+pub fn yields(dev: u64, new_reads_first: bool) -> bool {
+    new_reads_first && !amped_sys::direct::on_block_device(dev)
 }
 
 /// The bytes to advise for a read at `offset`: the piece being read and up to `pieces` pieces

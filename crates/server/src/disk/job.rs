@@ -182,24 +182,25 @@ pub struct JobTimes {
 }
 
 /// Asks the disk ahead of a fill or copy of `range` of `file` (`--fill-ahead`, for a
-/// transfer under way since `since`), unless it yields while the disk has time to spare
-/// ([`ask_ahead::yields`], with `--fill-ahead-yields on`).
+/// transfer under way since `since`), unless it yields to new requests' reads (the disk has time
+/// to spare and is slow: [`ask_ahead::yields`], with `--fill-ahead-yields on`).
 fn ask_ahead_of(
     cfg: &Config,
     file: &FileEntry,
     range: std::ops::Range<u64>,
     since: Instant,
-    disk_spare: bool,
+    new_reads_first: bool,
 ) {
-    let pieces = ask_ahead::depth(cfg, file.dev, since.elapsed(), disk_spare);
+    let pieces = ask_ahead::depth(cfg, file.dev, since.elapsed(), new_reads_first);
     ask_ahead::advise(&file.file, ask_ahead::range(range.start, range.end, pieces, 0));
 }
 
 impl Job {
     /// Runs the job, blocking as long as the disk takes; what it finds cold is reported to
-    /// `pages`. `disk_spare`: the disk has time to spare (not nearly every read lately found
-    /// others waiting), so a fill off a block device does not ask ahead ([`ask_ahead::yields`]).
-    pub fn run(self, cfg: &Config, pages: &PagePolicy, disk_spare: bool) -> JobDone {
+    /// `pages`. `new_reads_first`: the disk has time to spare (not nearly every read lately found
+    /// others waiting) and is slow (most reads took over 2 ms), so a fill off a block device
+    /// does not ask ahead ([`ask_ahead::yields`], [`crate::arch::disk_pace`]).
+    pub fn run(self, cfg: &Config, pages: &PagePolicy, new_reads_first: bool) -> JobDone {
         match self {
             Job::Resolve { url_path, rel, trailing_slash, known } => {
                 let ran_from = Instant::now();
@@ -257,7 +258,7 @@ impl Job {
                 {
                     return JobDone::Filled(pipe, Ok(moved));
                 }
-                ask_ahead_of(cfg, reading.file(), offset..offset + len, since, disk_spare);
+                ask_ahead_of(cfg, reading.file(), offset..offset + len, since, new_reads_first);
                 let moved = pipe.fill(file, offset, len as usize);
                 JobDone::Filled(pipe, moved)
             }
@@ -270,18 +271,20 @@ impl Job {
                     ),
                     // The budget or the pages are held by other trips: through a pipe, as a
                     // file below the threshold (the pages of it are read again next time).
-                    None => match PagePipe::new(amped_sys::pipe::WANT) {
-                        Ok(pipe) => Job::Fill { reading, offset, len, pipe, since, continues }
-                            .run(cfg, pages, disk_spare),
-                        Err(_) => JobDone::Copied(
-                            copy_in(&reading.file().file, offset, len).map(Copied::heap),
-                        ),
-                    },
+                    None => {
+                        match PagePipe::new(amped_sys::pipe::WANT) {
+                            Ok(pipe) => Job::Fill { reading, offset, len, pipe, since, continues }
+                                .run(cfg, pages, new_reads_first),
+                            Err(_) => JobDone::Copied(
+                                copy_in(&reading.file().file, offset, len).map(Copied::heap),
+                            ),
+                        }
+                    }
                 }
             }
             Job::Copy { reading, offset, len, since, held, .. } => {
                 let file = &reading.file().file;
-                ask_ahead_of(cfg, reading.file(), offset..offset + len, since, disk_spare);
+                ask_ahead_of(cfg, reading.file(), offset..offset + len, since, new_reads_first);
                 JobDone::Copied(copy_in(file, offset, len).map(|b| Copied::heap(b).holding(held)))
             }
         }

@@ -647,11 +647,11 @@ impl Pipeline {
         self.run_job_paced(job, false)
     }
 
-    /// Runs a job on the calling thread (blocking); `disk_spare`: the driver's lane sees the
-    /// disk with time to spare ([`Job::run`]).
-    pub fn run_job_paced(&self, job: Job, disk_spare: bool) -> JobDone {
+    /// Runs a job on the calling thread (blocking); `new_reads_first`: the driver's lane sees
+    /// the disk with time to spare and slow ([`Job::run`]).
+    pub fn run_job_paced(&self, job: Job, new_reads_first: bool) -> JobDone {
         let direct = matches!(job, Job::Copy { direct: true, .. });
-        let done = job.run(&self.cfg, &self.caches.pages, disk_spare);
+        let done = job.run(&self.cfg, &self.caches.pages, new_reads_first);
         // The path a cold chunk took, known only now: a direct trip finds its page when its
         // read starts, or becomes a pipe fill.
         match &done {

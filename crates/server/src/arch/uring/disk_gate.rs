@@ -14,8 +14,9 @@
 //! as present, and reads let past the gate that way shared the disk among every transfer at
 //! once, outside this order.
 
-use crate::arch::disk_backlog::Backlog;
+use super::send::ColdStarted;
 use crate::arch::disk_concurrency::DiskConcurrency;
+use crate::arch::disk_pace::{DiskPace, ReadDone};
 use crate::arch::turn_queues::TurnQueues;
 use crate::cache::FileEntry;
 use crate::config::TransferOrder;
@@ -41,8 +42,8 @@ pub(super) struct DiskGate {
     waiting: TurnQueues<ColdRead>,
     /// Set while a read of a transfer under way waits (the metadata lane's slow gate reads it).
     transfers_wait: Arc<AtomicBool>,
-    /// Whether the reads started keep leaving others waiting.
-    backlog: Backlog,
+    /// Whether the reads started keep leaving others waiting, and how long they take.
+    pace: DiskPace,
 }
 
 impl DiskGate {
@@ -55,7 +56,7 @@ impl DiskGate {
             in_flight: 0,
             waiting: TurnQueues::new(),
             transfers_wait,
-            backlog: Backlog::default(),
+            pace: DiskPace::default(),
         }
     }
 
@@ -74,7 +75,7 @@ impl DiskGate {
         let free = self.in_flight < self.bound.limit();
         self.in_flight += usize::from(free);
         if free {
-            self.backlog.started(false);
+            self.pace.started(false);
         }
         free
     }
@@ -87,11 +88,17 @@ impl DiskGate {
         self.note_waiting();
     }
 
-    /// A cold read finished, having moved `bytes`: its slot frees, and the bound learns
-    /// from it.
-    pub fn finished(&mut self, bytes: u64) {
+    /// A cold read `started` finished, having moved `bytes`: its slot frees, and the bound
+    /// and the pace learn from it.
+    pub fn finished(&mut self, started: ColdStarted, bytes: u64) {
         self.in_flight = self.in_flight.saturating_sub(1);
-        self.bound.finished(Instant::now(), bytes, self.waiting.len());
+        let now = Instant::now();
+        let took = now.saturating_duration_since(started.at);
+        let read = ReadDone { at: now, took, bytes, first: started.first };
+        if let Some(quick) = self.pace.finished(read) {
+            DiskPace::tell(quick, "disk gate");
+        }
+        self.bound.finished(now, bytes, self.waiting.len());
     }
 
     /// A slot taken for a read that was abandoned (its connection went): it frees.
@@ -106,14 +113,15 @@ impl DiskGate {
         }
         let read = self.waiting.take()?;
         self.note_waiting();
-        self.backlog.started(self.waiting.len() > 0);
+        self.pace.started(self.waiting.len() > 0);
         self.in_flight += 1;
         Some(read)
     }
 
-    /// Whether nearly every read started lately left others waiting ([`Backlog`]).
-    pub fn disk_saturated(&self) -> bool {
-        self.backlog.saturated()
+    /// Whether new requests' reads should go before a transfer's pieces asked ahead: the
+    /// disk has time to spare and is slow ([`DiskPace::new_reads_first`]).
+    pub fn new_reads_first(&self) -> bool {
+        self.pace.new_reads_first()
     }
 
     /// Reads waiting for a slot.
@@ -150,10 +158,10 @@ mod tests {
         assert!(flag.load(Ordering::Relaxed), "transfers wait: the metadata lane is told");
         assert_eq!(gate.waiting(), 3);
         assert!(gate.next().is_none(), "no slot free yet");
-        gate.finished(1);
+        gate.finished(ColdStarted { at: Instant::now(), first: true }, 1);
         assert_eq!(gate.next().map(|r| r.token), Some(2), "the oldest transfer first");
         assert!(gate.next().is_none());
-        gate.finished(1);
+        gate.finished(ColdStarted { at: Instant::now(), first: true }, 1);
         gate.released();
         assert_eq!(gate.next().map(|r| r.token), Some(1), "equal ages in arrival order");
         assert_eq!(gate.next().map(|r| r.token), Some(3));

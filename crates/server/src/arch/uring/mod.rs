@@ -42,7 +42,7 @@ use amped_sys::residency;
 use amped_sys::uring::{Completion, Event, OpId, Ring};
 use disk_gate::{ColdRead, DiskGate};
 use open::{OpenStep, Opening};
-use send::{CHUNK, DirectRead, Next, Sending};
+use send::{CHUNK, ColdStarted, DirectRead, Next, Sending};
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsFd, OwnedFd};
@@ -374,7 +374,7 @@ impl UringLoop {
                         ring: &mut self.ring,
                         pipeline: &self.pipeline,
                         spare,
-                        disk_spare: !self.gate.disk_saturated(),
+                        new_reads_first: self.gate.new_reads_first(),
                     };
                     let op = cold.start(token, &file, offset, &mut out, Some(buf));
                     c.doing = Doing::Responding { out, op: Some(op) };
@@ -537,23 +537,23 @@ impl UringLoop {
                     self.conns[key].doing = Doing::Responding { out, op: Some(op) };
                     return;
                 };
-                let was_cold = std::mem::take(&mut out.cold_read);
+                let cold_since = out.cold_read.take();
                 out.page_read(page, n, offset, len);
                 self.pump(key, out);
-                if was_cold {
-                    self.gate.finished(n as u64);
+                if let Some(started) = cold_since {
+                    self.gate.finished(started, n as u64);
                     self.start_waiting_reads();
                 }
             }
             Event::Read(r, buf) => {
                 let n = r.unwrap_or(0);
-                let was_cold = std::mem::take(&mut out.cold_read);
+                let cold_since = out.cold_read.take();
                 // A read error or a file that shrank under the response cuts it short: the
                 // head still goes if it has not, then the connection closes.
                 out.chunk_read(buf, n);
                 self.pump(key, out);
-                if was_cold {
-                    self.gate.finished(n as u64);
+                if let Some(started) = cold_since {
+                    self.gate.finished(started, n as u64);
                     self.start_waiting_reads();
                 }
             }
@@ -615,7 +615,7 @@ impl UringLoop {
         if let Some(out) = out {
             // Abandoned mid-response: log what was sent.
             self.pipeline.complete(&out.resp, out.body_sent());
-            if out.cold_read {
+            if out.cold_read.is_some() {
                 self.gate.released();
                 self.start_waiting_reads();
             }
@@ -639,7 +639,7 @@ impl UringLoop {
                         ring: &mut self.ring,
                         pipeline: &self.pipeline,
                         spare,
-                        disk_spare: !self.gate.disk_saturated(),
+                        new_reads_first: self.gate.new_reads_first(),
                     };
                     *op = Some(cold.start(r.token, &r.file, r.offset, out, None));
                 }
@@ -768,9 +768,9 @@ struct ColdStart<'a> {
     ring: &'a mut Ring,
     pipeline: &'a Pipeline,
     spare: &'a mut Vec<Vec<u8>>,
-    /// The disk gate sees the disk with time to spare (not nearly every read lately found
-    /// others waiting): see [`ask_ahead::yields`].
-    disk_spare: bool,
+    /// The disk gate sees the disk with time to spare and slow, so new requests' reads go
+    /// before a transfer's ask-ahead: see [`ask_ahead::yields`].
+    new_reads_first: bool,
 }
 
 impl ColdStart<'_> {
@@ -788,7 +788,7 @@ impl ColdStart<'_> {
         out: &mut Sending,
         buf: Option<Vec<u8>>,
     ) -> OpId {
-        out.cold_read = true;
+        out.cold_read = Some(ColdStarted { at: Instant::now(), first: !out.asked_ahead() });
         let max = if self.pipeline.reads_around_cache(file) {
             let max = out.direct_read_len(offset);
             if let Some(op) = read_direct(self.ring, token, file, offset, max, out) {
@@ -801,7 +801,7 @@ impl ColdStart<'_> {
             max // no huge page free: the same bytes through the page cache
         } else {
             let cfg = self.pipeline.config();
-            let pieces = ask_ahead::depth(cfg, file.dev, out.since.elapsed(), self.disk_spare);
+            let pieces = ask_ahead::depth(cfg, file.dev, out.since.elapsed(), self.new_reads_first);
             for (at, len) in ask_ahead::calls(out.ask_ahead(offset, pieces)) {
                 self.ring.advise_will_need(file.file.as_fd(), at, len);
             }

@@ -44,8 +44,8 @@ pub(super) struct Sending {
     pub resp: Response,
     /// When sending began (the disk gate's order).
     pub since: std::time::Instant,
-    /// The read in flight holds one of the disk gate's slots.
-    pub cold_read: bool,
+    /// The read in flight holds one of the disk gate's slots, since then.
+    pub cold_read: Option<ColdStarted>,
     /// A read of this response found its chunk not in memory: from then on its reads take
     /// the disk gate and ask ahead. Held until the response ends, it counts this response
     /// among the file's cold transfers (`--share-large-reads`).
@@ -61,6 +61,15 @@ pub(super) struct Sending {
     gather: Option<Gather>,
     /// The direct read in flight, if one is.
     pub direct_read: Option<DirectRead>,
+}
+
+/// A read holding one of the disk gate's slots: when it started, and whether no ask-ahead had
+/// covered any of its response before it (so its time is the disk's, see
+/// [`crate::arch::disk_pace`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ColdStarted {
+    pub at: std::time::Instant,
+    pub first: bool,
 }
 
 /// A direct read in flight: of which file, from which offset, and the bytes asked for from
@@ -87,7 +96,7 @@ impl Sending {
         Sending {
             resp,
             since: std::time::Instant::now(),
-            cold_read: false,
+            cold_read: None,
             met_disk: None,
             asked_to: 0,
             fill: FillSize::default(),
@@ -181,6 +190,12 @@ impl Sending {
         if self.met_disk.is_none() {
             self.met_disk = Some(crate::cache::file::ColdTransfer::start(file.clone()));
         }
+    }
+
+    /// Whether the disk has been asked ahead for any of this response ([`Sending::ask_ahead`]):
+    /// its reads from then on may find pages on their way.
+    pub fn asked_ahead(&self) -> bool {
+        self.asked_to > 0
     }
 
     /// Whether a read of this response has found its chunk not in memory.
