@@ -146,8 +146,9 @@ pub struct Args {
     #[arg(long, value_name = "MS")]
     pub fill_ahead_after: Option<u64>,
     /// Whether a transfer off a block device (FUSE, NFS) holds back its ask-ahead while the
-    /// disk has time to spare, where its pieces would only go ahead of the requests arriving
-    /// next; it asks ahead while nearly every read finds a queue. On a block device the advice
+    /// disk has time to spare and is slow, where its pieces would only go ahead of the requests
+    /// arriving next; it asks ahead while nearly every read finds a queue, or while new
+    /// responses' reads take at most 2 ms a 128 KiB piece. On a block device the advice
     /// merges into one large request and always goes [default: on].
     #[arg(long, value_name = "on|off")]
     pub fill_ahead_yields: Option<String>,

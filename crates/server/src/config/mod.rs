@@ -392,8 +392,8 @@ pub struct Config {
     pub fill_ahead: u64,
     /// Only transfers under way at least this long ask ahead (`--fill-ahead-after`).
     pub fill_ahead_after: Duration,
-    /// Transfers off a block device do not ask ahead while the disk has time to spare
-    /// (`--fill-ahead-yields`, [`crate::disk::ask_ahead::yields`]).
+    /// Transfers off a block device do not ask ahead while the disk has time to spare and is
+    /// slow (`--fill-ahead-yields`, [`crate::disk::ask_ahead::yields`]).
     pub fill_ahead_yields: bool,
     /// Bytes a cold response's first trip through the disk reads (`--first-fill`).
     pub first_fill: u64,
